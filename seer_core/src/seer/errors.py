@@ -1,0 +1,121 @@
+"""The exceptions seer raises.
+
+Every error a user can trigger is a :class:`SeerError`, so ``except seer.SeerError`` catches all of
+them; each subclass also derives from the builtin it refines (``ValueError``, ``TimeoutError``,
+``LookupError``) so generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+class SeerError(Exception):
+    """Base class of every error seer raises on purpose."""
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with a configuration: where (a dotted field path) and what."""
+
+    field: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.field or "(config)"
+        if self.file:
+            where = f"{self.file}:{self.line}: {where}" if self.line else f"{self.file}: {where}"
+        return f"{where}: {self.message}"
+
+
+class ConfigError(SeerError, ValueError):
+    """A configuration, interface file or argument is invalid.
+
+    Raised before anything is provisioned. ``problems`` lists each field at fault.
+    """
+
+    def __init__(self, problems: Sequence[ConfigProblem] | str, *, title: str = "Invalid config"):
+        if isinstance(problems, str):
+            problems = [ConfigProblem(field="", message=problems)]
+        self.problems: list[ConfigProblem] = list(problems)
+        self.title = title
+        lines = [f"{title}:"] + [f"  {p}" for p in self.problems]
+        super().__init__("\n".join(lines) if len(self.problems) > 1 else f"{title}: {self.problems[0]}")
+
+    @property
+    def fields(self) -> list[str]:
+        """The dotted paths of the fields at fault, in order."""
+        return [p.field for p in self.problems]
+
+
+class MissingSecretError(ConfigError):
+    """A secret named in ``SandboxConfig.secrets`` is not set locally (environment or ``.env``)."""
+
+
+class PluginError(SeerError):
+    """A plugin could not be loaded or registered."""
+
+
+class UnknownPluginError(PluginError, LookupError):
+    """A provider, expose mode or execution mode name that no installed plugin registers."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], hint: str | None = None):
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        msg = f"no {kind} named {name!r}; installed: {', '.join(self.known) or 'none'}"
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+
+
+class ProviderUnavailableError(SeerError):
+    """A provider is installed but cannot be used here (SDK missing, no credentials, no engine)."""
+
+
+class SandboxError(SeerError):
+    """An operation on a sandbox failed."""
+
+
+class SandboxNotFoundError(SandboxError, LookupError):
+    """No sandbox with this id is known to any provider."""
+
+
+class SandboxNotRunningError(SandboxError):
+    """The sandbox was terminated (or timed out) and cannot run anything any more."""
+
+
+class SandboxStartError(SandboxError):
+    """``Sandbox.start()`` failed; everything it had made was torn down.
+
+    ``step`` names the step that failed (``provision``, ``upload``, ``repos``, ...).
+    """
+
+    def __init__(self, step: str, reason: str, *, sandbox_id: str | None = None):
+        self.step, self.reason, self.sandbox_id = step, reason, sandbox_id
+        super().__init__(
+            f"sandbox start failed at step {step!r}: {reason}"
+            + ("" if sandbox_id is None else f" (sandbox {sandbox_id} was torn down)")
+        )
+
+
+class ExecError(SandboxError):
+    """A command run with ``check=True`` exited non-zero."""
+
+    def __init__(self, command: str, exit_code: int, stdout: str, stderr: str):
+        self.command, self.exit_code, self.stdout, self.stderr = command, exit_code, stdout, stderr
+        tail = (stderr or stdout).strip()[-2000:]
+        super().__init__(f"command exited {exit_code}: {command}" + (f"\n{tail}" if tail else ""))
+
+
+class ExecTimeoutError(SandboxError, TimeoutError):
+    """A command ran past its timeout and was killed. Partial output is kept."""
+
+    def __init__(self, command: str, timeout: float, stdout: str = "", stderr: str = ""):
+        self.command, self.timeout, self.stdout, self.stderr = command, timeout, stdout, stderr
+        super().__init__(f"command timed out after {timeout:g}s and was killed: {command}")
+
+
+class CapabilityError(SandboxError):
+    """The provider does not support what was asked (snapshots, GPUs, volumes, ...)."""

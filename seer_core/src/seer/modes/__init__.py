@@ -1,0 +1,41 @@
+"""Execution modes and expose modes: the plugin ABCs.
+
+An *execution mode* prepares a started sandbox for one way of working (``notebook``, ``cli``,
+``local``; see :class:`seer.config.ExecutionMode`). An *expose mode* turns an interface served
+from a ``ScopedSandbox`` into what the agent is handed (a library, MCP tools, prompt text, a
+skill). Both are registered through hooks (``seer_register_execution_modes``,
+``seer_register_expose_modes``), the built-in ones exactly like third-party ones.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from seer.sandbox import Sandbox
+
+
+class ExecutionModePlugin(ABC):
+    """One way for an agent to work with a sandbox."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    def prepare(self, sandbox: Sandbox) -> None:
+        """Called at the end of ``Sandbox.start()``: start what this mode needs in the sandbox.
+
+        The default needs nothing.
+        """
+
+
+class ExposeMode(ABC):
+    """Turns a served interface into what the agent gets."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+
+    @abstractmethod
+    def expose(self, served: Any) -> Any:
+        """What the agent is handed for ``served`` (the served interface: its name, the RPC
+        endpoint and token, and the signatures and docstrings of its exposed functions)."""

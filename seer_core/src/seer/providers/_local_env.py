@@ -1,0 +1,157 @@
+"""Python environments for local sandboxes: the local analogue of an image.
+
+A sandbox's ``python_packages`` are satisfied, in order of preference, by:
+
+1. the client's own environment, when it already satisfies every requirement (no env is made);
+2. an *overlay* venv, built once per distinct package set and cached under
+   ``$SEER_HOME/envs/<hash>``. The overlay sees the client's site-packages (through a ``.pth``
+   that calls ``site.addsitedir``, so editable installs work too) behind its own, and pip is
+   run against it, so anything the client already has, torch included, is never installed or
+   downloaded again; only what is missing lands in the overlay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+import venv
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+
+from filelock import FileLock
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from seer.errors import SandboxError
+
+_COMPLETE = ".seer-env-complete"
+
+
+def unsatisfied(requirements: list[str]) -> list[str]:
+    """The requirements the client's environment does not already satisfy."""
+    installed = {canonicalize_name(d.metadata["Name"] or ""): d.version for d in metadata.distributions()}
+    env = default_environment()
+    missing = []
+    for raw in requirements:
+        try:
+            req = Requirement(raw)
+        except InvalidRequirement:
+            missing.append(raw)  # a URL or path: let pip decide
+            continue
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        if req.url:
+            missing.append(raw)
+            continue
+        version = installed.get(canonicalize_name(req.name))
+        if version is None or (req.specifier and not req.specifier.contains(version, prereleases=True)):
+            missing.append(raw)
+    return missing
+
+
+def _client_site_dirs() -> list[str]:
+    dirs = list(site.getsitepackages())
+    user = site.getusersitepackages()
+    if site.ENABLE_USER_SITE and user and os.path.isdir(user):
+        dirs.append(user)
+    dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and p not in dirs]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def env_key(requirements: list[str]) -> str:
+    """The cache key of an env: the package set and the client interpreter it overlays."""
+    from seer import __version__
+
+    blob = json.dumps(
+        {
+            "requirements": sorted(requirements),
+            "python": sys.executable,
+            "version": sys.version,
+            "sites": _client_site_dirs(),
+            "seer": __version__,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _installer(env_python: Path) -> list[str]:
+    try:
+        import pip  # noqa: F401
+
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(env_python),
+            "install",
+            "--disable-pip-version-check",
+        ]
+    except ImportError:
+        pass
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "pip", "install", "--python", str(env_python)]
+    raise SandboxError(
+        "python_packages needs pip or uv in the client environment to install into the sandbox's "
+        "environment; install one of them (pip install pip)"
+    )
+
+
+def ensure_env(
+    requirements: list[str],
+    envs_dir: Path,
+    *,
+    log: Callable[[str], None] = lambda line: None,
+) -> tuple[str, bool]:
+    """The interpreter for a sandbox with ``requirements``, and whether anything was built.
+
+    Thread- and process-safe: concurrent sandboxes with the same package set build it once.
+    """
+    missing = unsatisfied(requirements)
+    if not missing:
+        return sys.executable, False
+    key = env_key(requirements)
+    env_dir = envs_dir / key
+    env_python = env_dir / "bin" / "python"
+    envs_dir.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(envs_dir / f"{key}.lock")):
+        if (env_dir / _COMPLETE).is_file():
+            return str(env_python), False
+        if env_dir.exists():  # a build that died half-way
+            shutil.rmtree(env_dir)
+        log(f"building a Python environment for {', '.join(missing)}")
+        try:
+            venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(env_dir)
+            purelib = subprocess.run(
+                [str(env_python), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+            lines = [f"import site; site.addsitedir({d!r})" for d in _client_site_dirs()]
+            Path(purelib, "_seer_client_env.pth").write_text("\n".join(lines) + "\n")
+            cmd = [*_installer(env_python), *missing]
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            assert proc.stdout is not None
+            tail: list[str] = []
+            for line in proc.stdout:
+                log(line.rstrip())
+                tail = ([*tail, line.rstrip()])[-30:]
+            if proc.wait() != 0:
+                raise SandboxError(
+                    f"installing python_packages {missing} failed (exit {proc.returncode}):\n"
+                    + "\n".join(tail)
+                )
+            (env_dir / _COMPLETE).write_text(json.dumps({"requirements": requirements}))
+        except BaseException:
+            shutil.rmtree(env_dir, ignore_errors=True)
+            raise
+    return str(env_python), True

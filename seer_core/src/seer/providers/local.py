@@ -1,0 +1,610 @@
+"""The embedded ``local`` provider: a sandbox is a working directory plus processes on this machine.
+
+Each sandbox lives in ``$SEER_HOME/local/<id>/``::
+
+    meta.json       what the sandbox is (id, name, env, interpreter, deadline, supervisor pid)
+    secrets.json    secret values, mode 0600, read only to run commands
+    root/           the working directory (``Machine.workdir``)
+    logs/           supervisor.log and one log per background process
+    procs/          one JSON record per background process
+
+A detached *supervisor* process (:mod:`seer.providers._supervisor`) owns the sandbox's lifetime:
+it outlives the client, and when the ``timeout`` passes or ``terminate()`` signals it, it kills
+every process the sandbox started (each carries ``SEER_SANDBOX_ID`` in its environment, so even
+processes that left their session are found) and removes the working directory. If the supervisor
+itself is gone, the next ``list()`` or ``attach()`` finds the sandbox ``lost`` and cleans it up, so
+a dead sandbox is never reported as running.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from filelock import FileLock
+from seer.config import GPU_CATALOGUE, SandboxConfig
+from seer.errors import (
+    ConfigProblem,
+    ExecTimeoutError,
+    SandboxNotFoundError,
+    SandboxNotRunningError,
+)
+from seer.hookspecs import hookimpl
+from seer.providers import _procs
+from seer.providers._local_env import ensure_env
+from seer.providers.base import (
+    Capabilities,
+    Command,
+    ExecResult,
+    Machine,
+    MachineInfo,
+    MachineSpec,
+    MachineStatus,
+    OutputCallback,
+    ProcessInfo,
+    Provider,
+    Snapshot,
+    command_text,
+)
+from seer.state import read_json, seer_home, write_json
+
+#: Variables a local sandbox inherits from the client: locale, caches, proxies, package indexes.
+#: Nothing else crosses, so a token in the client's environment stays out unless named in secrets.
+PASSTHROUGH = (
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "SHELL",
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HF_HUB_OFFLINE",
+    "HF_ENDPOINT",
+    "TRANSFORMERS_OFFLINE",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "XDG_CACHE_HOME",
+    "SEER_HOME",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_CERT",
+    "PIP_DEFAULT_TIMEOUT",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_CACHE_DIR",
+)
+#: How long terminated sandboxes' records (and logs) are kept for ``seer ls --all`` / ``seer logs``.
+RECORD_TTL = 24 * 3600
+
+
+def _root() -> Path:
+    return seer_home() / "local"
+
+
+def _bash() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _argv(command: Command) -> list[str]:
+    return [_bash(), "-c", command] if isinstance(command, str) else list(command)
+
+
+def detect_gpus() -> list[str]:
+    """Names of the NVIDIA GPUs on this machine (empty without a driver)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
+
+
+def _gpu_matches(wanted: str, found: str) -> bool:
+    family, _, memory = wanted.partition("-")
+    found = found.upper().replace(" ", "")
+    return family.upper() in found and (not memory or memory.upper().replace("GB", "") in found)
+
+
+def _system_package_installed(name: str) -> bool:
+    pkg = name.split("=", 1)[0]
+    dpkg = shutil.which("dpkg-query")
+    if dpkg:
+        out = subprocess.run([dpkg, "-W", "-f=${Status}", pkg], capture_output=True, text=True)
+        return out.returncode == 0 and "install ok installed" in out.stdout
+    return shutil.which(pkg) is not None
+
+
+class _Sandbox:
+    """Paths and metadata of one local sandbox on disk."""
+
+    def __init__(self, sandbox_id: str):
+        self.id = sandbox_id
+        self.dir = _root() / sandbox_id
+        self.meta_path = self.dir / "meta.json"
+        self.secrets_path = self.dir / "secrets.json"
+        self.root = self.dir / "root"
+        self.logs = self.dir / "logs"
+        self.procs = self.dir / "procs"
+        self.lock = FileLock(str(self.dir / ".lock"))
+
+    def exists(self) -> bool:
+        return self.meta_path.is_file()
+
+    def meta(self) -> dict[str, Any]:
+        try:
+            return read_json(self.meta_path)
+        except (OSError, ValueError):
+            raise SandboxNotFoundError(f"no local sandbox {self.id!r}") from None
+
+    def update(self, **changes: Any) -> dict[str, Any]:
+        meta = {**self.meta(), **changes}
+        write_json(self.meta_path, meta)
+        return meta
+
+    def pgids(self) -> list[int]:
+        out = []
+        for rec in self.procs.glob("*.json"):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                out.append(int(read_json(rec)["pgid"]))
+        return out
+
+    def supervisor_alive(self, meta: dict[str, Any]) -> bool:
+        sup = meta.get("supervisor") or {}
+        return _procs.alive(sup.get("pid"), sup.get("started"))
+
+    def status(self) -> MachineStatus:
+        """The status, reaping the sandbox if its supervisor died without tearing it down."""
+        meta = self.meta()
+        status = MachineStatus(meta["status"])
+        if status is MachineStatus.RUNNING and not self.supervisor_alive(meta):
+            expired = time.time() >= meta["expires_at"]
+            self.teardown(MachineStatus.EXPIRED if expired else MachineStatus.LOST)
+            status = MachineStatus(self.meta()["status"])
+        return status
+
+    def teardown(self, status: MachineStatus) -> None:
+        """Kill everything the sandbox runs, remove its working directory, record ``status``.
+        Safe to call from several processes at once, and more than once."""
+        with self.lock:
+            meta = self.meta()
+            already = MachineStatus(meta["status"]) is not MachineStatus.RUNNING
+            _procs.kill_sandbox_processes(self.id, self.pgids())
+            if already:
+                return
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.secrets_path.unlink(missing_ok=True)
+            self.update(status=status.value, ended_at=time.time())
+
+
+class LocalMachine(Machine):
+    """A handle on one local sandbox."""
+
+    def __init__(self, sandbox: _Sandbox, meta: dict[str, Any], env: dict[str, str]):
+        self._sb = sandbox
+        self.id = sandbox.id
+        self.workdir = str(sandbox.root)
+        self.python = meta["python"]
+        self.packages_installed = True
+        self._env = env
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    # --- commands -------------------------------------------------------------------------
+    def _check_running(self) -> None:
+        if self._sb.status() is not MachineStatus.RUNNING:
+            raise SandboxNotRunningError(f"sandbox {self.id} is {self._sb.meta()['status']}")
+
+    def _env_for(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return {**self._env, **(env or {})}
+
+    def exec(
+        self,
+        command: Command,
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bytes | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        self._check_running()
+        text = command_text(command)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            _argv(command),
+            cwd=self.resolve(cwd) if cwd else self.workdir,
+            env=self._env_for(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
+
+        def pump(stream: Any, name: str) -> None:
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            fd = stream.fileno()
+            while True:
+                data = os.read(fd, 65536)
+                text_chunk = decoder.decode(data, final=not data)
+                if text_chunk:
+                    chunks[name].append(text_chunk)
+                    if on_output is not None:
+                        on_output(name, text_chunk)
+                if not data:
+                    break
+            stream.close()
+
+        pumps = [
+            threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
+            threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True),
+        ]
+        for t in pumps:
+            t.start()
+        if stdin is not None:
+            assert proc.stdin is not None
+
+            def feed() -> None:
+                with contextlib.suppress(BrokenPipeError, OSError):
+                    proc.stdin.write(stdin)  # type: ignore[union-attr]
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()  # type: ignore[union-attr]
+
+            threading.Thread(target=feed, daemon=True).start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _procs.kill_group(proc.pid)
+            proc.wait()
+            for t in pumps:
+                t.join(timeout=2)
+            raise ExecTimeoutError(
+                text, timeout or 0, "".join(chunks["stdout"]), "".join(chunks["stderr"])
+            ) from None
+        except BaseException:
+            _procs.kill_group(proc.pid)
+            proc.wait()
+            raise
+        # A background grandchild may keep the pipes open; don't wait on it for long.
+        for t in pumps:
+            t.join(timeout=2)
+        return ExecResult(
+            text,
+            proc.returncode,
+            "".join(chunks["stdout"]),
+            "".join(chunks["stderr"]),
+            time.monotonic() - started,
+        )
+
+    def start_process(
+        self,
+        command: Command,
+        *,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ProcessInfo:
+        self._check_running()
+        if self.process_running(name):
+            raise ValueError(f"a process named {name!r} is already running in sandbox {self.id}")
+        log_path = Path(self.log_path(name))
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                _argv(command),
+                cwd=self.resolve(cwd) if cwd else self.workdir,
+                env=self._env_for(env),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._children[name] = proc
+        self._sb.procs.mkdir(exist_ok=True)
+        write_json(
+            self._sb.procs / f"{name}.json",
+            {
+                "pid": proc.pid,
+                "pgid": proc.pid,
+                "started": _procs.start_time(proc.pid),
+                "command": command_text(command),
+            },
+        )
+        return ProcessInfo(name, proc.pid, command_text(command), str(log_path))
+
+    def _proc_record(self, name: str) -> dict[str, Any] | None:
+        try:
+            return read_json(self._sb.procs / f"{name}.json")
+        except (OSError, ValueError):
+            return None
+
+    def process_running(self, name: str) -> bool:
+        child = self._children.get(name)
+        if child is not None:
+            return child.poll() is None
+        rec = self._proc_record(name)
+        return bool(rec) and _procs.alive(rec["pid"], rec.get("started"))
+
+    def stop_process(self, name: str, *, grace: float = 5.0) -> None:
+        rec = self._proc_record(name)
+        if rec is None:
+            return
+        if self.process_running(name):
+            _procs.kill_group(rec["pgid"], signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            while self.process_running(name) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        _procs.kill_group(rec["pgid"], signal.SIGKILL)
+        child = self._children.pop(name, None)
+        if child is not None:
+            child.wait()
+        (self._sb.procs / f"{name}.json").unlink(missing_ok=True)
+
+    def log_path(self, name: str) -> str:
+        return str(self._sb.logs / f"{name}.log")
+
+    # --- files ----------------------------------------------------------------------------
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        self._check_running()
+        target = Path(self.resolve(path))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        if mode is not None:
+            target.chmod(mode)
+
+    def read_bytes(self, path: str) -> bytes:
+        return Path(self.resolve(path)).read_bytes()
+
+    def make_dirs(self, path: str) -> None:
+        self._check_running()
+        Path(self.resolve(path)).mkdir(parents=True, exist_ok=True)
+
+    def put_dir(self, local_dir: str | Path, remote_dir: str) -> None:
+        self._check_running()
+        shutil.copytree(local_dir, self.resolve(remote_dir), dirs_exist_ok=True, symlinks=True)
+
+    def get_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+        shutil.copytree(self.resolve(remote_dir), local_dir, dirs_exist_ok=True, symlinks=True)
+
+    # --- network and state ----------------------------------------------------------------
+    def expose_port(self, port: int) -> str:
+        return f"http://127.0.0.1:{port}"
+
+    def snapshot(self, description: str = "") -> Snapshot:
+        self._check_running()
+        snap_id = f"snap-{secrets.token_hex(6)}"
+        dest = seer_home() / "snapshots" / snap_id
+        shutil.copytree(self.workdir, dest / "root", symlinks=True, ignore=shutil.ignore_patterns(".seer"))
+        snap = Snapshot(
+            "local", snap_id, description, time.time(), self.id, {"path": str(dest), "python": self.python}
+        )
+        write_json(dest / "snapshot.json", snap.to_dict())
+        return snap
+
+    def status(self) -> MachineStatus:
+        return self._sb.status()
+
+
+class LocalProvider(Provider):
+    """Sandboxes as working directories plus processes on this machine."""
+
+    name: ClassVar[str] = "local"
+    description: ClassVar[str] = "this machine: a working directory plus processes (built in)"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        gpu_types=frozenset(GPU_CATALOGUE),
+        max_gpu_count=16,
+        snapshots=True,
+        volumes=False,
+        port_exposure="loopback",
+        max_lifetime=None,
+        installs_system_packages=False,
+    )
+
+    @classmethod
+    def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
+        problems = super().check_config(config)
+        if config.gpu is not None and not any(p.field.startswith("gpu") for p in problems):
+            found = detect_gpus()
+            matching = [g for g in found if _gpu_matches(config.gpu, g)]
+            if not found:
+                problems.append(
+                    ConfigProblem(
+                        "gpu",
+                        f"gpu={config.gpu!r} asked for, but this machine has no NVIDIA GPU "
+                        "(nvidia-smi finds none); use gpu=None or a cloud provider",
+                    )
+                )
+            elif len(matching) < config.gpu_count:
+                problems.append(
+                    ConfigProblem(
+                        "gpu",
+                        f"gpu={config.gpu!r} x{config.gpu_count} asked for; this machine has "
+                        f"{', '.join(found)}",
+                    )
+                )
+        for i, pkg in enumerate(config.system_packages):
+            if not _system_package_installed(pkg):
+                problems.append(
+                    ConfigProblem(
+                        f"system_packages[{i}]",
+                        f"{pkg!r} is not installed on this machine, and the local provider does not "
+                        f"install system packages; install it (e.g. apt-get install {pkg.split('=')[0]})",
+                    )
+                )
+        return problems
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def create(self, spec: MachineSpec) -> Machine:
+        sandbox = _Sandbox(f"local-{secrets.token_hex(5)}")
+        for d in (sandbox.root, sandbox.logs, sandbox.procs):
+            d.mkdir(parents=True)
+        try:
+            return self._create(sandbox, spec)
+        except BaseException:
+            if sandbox.exists():
+                sandbox.teardown(MachineStatus.TERMINATED)
+            shutil.rmtree(sandbox.dir, ignore_errors=True)
+            raise
+
+    def _create(self, sandbox: _Sandbox, spec: MachineSpec) -> Machine:
+        def log(line: str) -> None:
+            with open(sandbox.logs / "setup.log", "a") as fh:
+                fh.write(line + "\n")
+
+        python, _ = ensure_env(spec.python_packages, seer_home() / "envs", log=log)
+        if spec.snapshot is not None:
+            src = Path(spec.snapshot.data["path"]) / "root"
+            if not src.is_dir():
+                raise SandboxNotFoundError(f"snapshot {spec.snapshot.id} has no stored files")
+            shutil.copytree(src, sandbox.root, dirs_exist_ok=True, symlinks=True)
+        now = time.time()
+        meta = {
+            "id": sandbox.id,
+            "name": spec.name,
+            "status": MachineStatus.RUNNING.value,
+            "created_at": now,
+            "expires_at": now + spec.timeout,
+            "timeout": spec.timeout,
+            "python": python,
+            "env": self._base_env(sandbox, spec, python),
+            "labels": spec.labels,
+            "gpu": spec.gpu,
+            "gpu_count": spec.gpu_count,
+            "supervisor": None,
+        }
+        write_json(sandbox.meta_path, meta)
+        write_json(sandbox.secrets_path, spec.secrets, mode=0o600)
+        sup_env = {k: v for k, v in os.environ.items() if k != _procs.MARKER}
+        with open(sandbox.logs / "supervisor.log", "ab") as sup_log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "seer.providers._supervisor", str(sandbox.dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=sup_log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=sup_env,
+                close_fds=True,
+            )
+        sandbox.update(supervisor={"pid": proc.pid, "started": _procs.start_time(proc.pid)})
+        machine = self._machine(sandbox)
+        machine._children["__supervisor__"] = proc  # keep the handle so it is reaped, not leaked
+        return machine
+
+    @staticmethod
+    def _base_env(sandbox: _Sandbox, spec: MachineSpec, python: str) -> dict[str, str]:
+        env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
+        bindir = str(Path(python).parent)
+        env["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "/usr/bin:/bin")])
+        if Path(bindir).parent.joinpath("pyvenv.cfg").is_file():
+            env["VIRTUAL_ENV"] = str(Path(bindir).parent)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(spec.env)
+        env["SEER_WORKDIR"] = str(sandbox.root)
+        env[_procs.MARKER] = sandbox.id
+        return env
+
+    def _machine(self, sandbox: _Sandbox) -> LocalMachine:
+        meta = sandbox.meta()
+        secrets_values: dict[str, str] = {}
+        with contextlib.suppress(OSError, ValueError):
+            secrets_values = read_json(sandbox.secrets_path)
+        return LocalMachine(sandbox, meta, {**meta["env"], **secrets_values})
+
+    def attach(self, machine_id: str) -> Machine:
+        sandbox = _Sandbox(machine_id)
+        if not sandbox.exists():
+            raise SandboxNotFoundError(f"no local sandbox {machine_id!r}")
+        sandbox.status()  # reap it if it died unseen
+        return self._machine(sandbox)
+
+    def list(self) -> list[MachineInfo]:
+        out = []
+        root = _root()
+        if not root.is_dir():
+            return out
+        for meta_path in sorted(root.glob("*/meta.json")):
+            sandbox = _Sandbox(meta_path.parent.name)
+            try:
+                status = sandbox.status()
+                meta = sandbox.meta()
+            except SandboxNotFoundError:
+                continue
+            if not status.alive and time.time() - meta.get("ended_at", time.time()) > RECORD_TTL:
+                shutil.rmtree(sandbox.dir, ignore_errors=True)
+                continue
+            out.append(
+                MachineInfo(
+                    sandbox.id,
+                    self.name,
+                    meta["name"],
+                    status,
+                    meta["created_at"],
+                    meta["expires_at"],
+                    meta.get("labels", {}),
+                )
+            )
+        return out
+
+    def terminate(self, machine_id: str) -> None:
+        sandbox = _Sandbox(machine_id)
+        if not sandbox.exists():
+            return
+        meta = sandbox.meta()
+        if MachineStatus(meta["status"]) is MachineStatus.RUNNING and sandbox.supervisor_alive(meta):
+            pid = meta["supervisor"]["pid"]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 15
+            while sandbox.supervisor_alive(sandbox.meta()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if sandbox.supervisor_alive(sandbox.meta()):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        # Whatever the supervisor managed, make sure: idempotent, and kills stragglers.
+        sandbox.teardown(MachineStatus.TERMINATED)
+
+    def delete_snapshot(self, snapshot: Snapshot) -> None:
+        shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
+
+
+@hookimpl
+def seer_register_providers(register: Any) -> None:
+    register(LocalProvider)
+
+
+def sandbox_dir(sandbox_id: str) -> Path:
+    """Where a local sandbox keeps its state (for ``seer logs`` and tests)."""
+    return _Sandbox(sandbox_id).dir
+
+
+__all__ = ["LocalMachine", "LocalProvider", "detect_gpus", "sandbox_dir"]

@@ -1,0 +1,388 @@
+"""``Sandbox``: a machine on some provider, bootstrapped from a :class:`SandboxConfig`.
+
+``start()`` checks everything it can first (config, provider, secrets), then provisions the
+machine and runs core bootstrap in it, one named step at a time: packages, files, repos, the
+execution mode. If a step fails, what was made is torn down and one
+:class:`~seer.errors.SandboxStartError` says which step failed and why.
+
+A started sandbox outlives the script that started it (until ``terminate()`` or its ``timeout``);
+``Sandbox.attach(sandbox_id)`` finds it again from any process.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from seer import plugins
+from seer.config import SandboxConfig
+from seer.errors import (
+    ConfigError,
+    SandboxError,
+    SandboxNotFoundError,
+    SandboxNotRunningError,
+    SandboxStartError,
+    SeerError,
+)
+from seer.progress import Progress
+from seer.providers.base import (
+    ExecResult,
+    Machine,
+    MachineSpec,
+    MachineStatus,
+    OutputCallback,
+    Provider,
+    Snapshot,
+)
+from seer.state import read_json, seer_home, write_json
+
+__all__ = ["RepoHandle", "Sandbox"]
+
+
+@dataclass(frozen=True)
+class RepoHandle:
+    """A repository cloned into the sandbox."""
+
+    name: str
+    url: str
+    path: str
+    commit: str
+    installed: bool
+
+
+def _records() -> Path:
+    return seer_home() / "sandboxes"
+
+
+class Sandbox:
+    """A sandbox on a provider. ``Sandbox(config).start()`` returns the started sandbox."""
+
+    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | None = None):
+        self.config = config if config is not None else SandboxConfig()
+        self._machine: Machine | None = None
+        self._provider_name = self.config.provider_name
+        self._name: str | None = None
+        self._repos: list[RepoHandle] = []
+        self._services: dict[str, Any] = {}
+        self._progress = progress
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def start(self, name: str | None = None) -> Sandbox:
+        """Provision the machine and bootstrap it. Returns self.
+
+        Raises :class:`~seer.errors.ConfigError` before anything is made if the config cannot
+        run on the chosen provider (or a secret is missing), and
+        :class:`~seer.errors.SandboxStartError` if a step fails (after tearing down).
+        """
+        if self._machine is not None:
+            raise SandboxError(f"sandbox {self._machine.id} is already started")
+        if name is not None and not name.strip():
+            raise ConfigError("name: must not be empty")
+        config = self.config
+        secret_values = config.preflight()
+        provider = plugins.get_provider(self._provider_name)
+        self._name = name or getattr(config, "name", None) or "sandbox"
+        progress = self._progress or Progress()
+        spec = MachineSpec(
+            name=self._name,
+            timeout=config.timeout,
+            gpu=config.gpu,
+            gpu_count=config.gpu_count,
+            python_packages=list(config.python_packages),
+            system_packages=list(config.system_packages),
+            env=dict(config.env),
+            secrets=secret_values,
+            labels={"seer.name": self._name},
+            options=provider.parse_options(config),
+            snapshot=getattr(self, "_restore_from", None),
+        )
+        step = "provision"
+        try:
+            with progress.step(f"Provisioning a sandbox on {provider.name}"):
+                self._machine = provider.create(spec)
+            plugins.hook().seer_sandbox_provisioned(sandbox=self)
+            step = "packages"
+            if config.python_packages and not self._machine.packages_installed:
+                with progress.step("Installing Python packages"):
+                    self._install_packages(config.python_packages, progress)
+            step = "files"
+            if config.local_files or config.local_dirs:
+                with progress.step("Copying local files"):
+                    for local, remote in config.local_files:
+                        self.upload_file(local, remote)
+                    for local, remote in config.local_dirs:
+                        self.upload_dir(local, remote)
+            step = "repos"
+            for repo in config.repos:
+                with progress.step(f"Cloning {repo.url}"):
+                    self._repos.append(self._clone(repo))
+            step = "execution mode"
+            mode_cls = plugins.get_execution_mode(config.execution_mode.value)
+            with progress.step(f"Preparing {mode_cls.name} mode"):
+                mode_cls().prepare(self)
+            step = "record"
+            self._save_record()
+        except BaseException as exc:
+            sandbox_id = self._machine.id if self._machine else None
+            self._abort(provider)
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            reason = str(exc) if isinstance(exc, SeerError) else f"{type(exc).__name__}: {exc}"
+            raise SandboxStartError(step, reason, sandbox_id=sandbox_id) from exc
+        plugins.hook().seer_sandbox_started(sandbox=self)
+        return self
+
+    def _abort(self, provider: Provider) -> None:
+        if self._machine is None:
+            return
+        machine_id = self._machine.id
+        try:
+            provider.terminate(machine_id)
+        finally:
+            (_records() / f"{machine_id}.json").unlink(missing_ok=True)
+            self._machine = None
+
+    def terminate(self, save_snapshot: bool = False, snapshot_description: str = "") -> Snapshot | None:
+        """Tear the sandbox down. Idempotent. With ``save_snapshot=True``, snapshot it first
+        and return the :class:`Snapshot`."""
+        if self._machine is None:
+            return None
+        snap = None
+        if save_snapshot and self._machine.status().alive:
+            snap = self.snapshot(snapshot_description)
+        plugins.hook().seer_sandbox_terminating(sandbox=self)
+        plugins.get_provider(self._provider_name).terminate(self._machine.id)
+        return snap
+
+    def __enter__(self) -> Sandbox:
+        if self._machine is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.terminate()
+
+    @classmethod
+    def attach(cls, sandbox_id: str) -> Sandbox:
+        """A handle on a sandbox started earlier (by this or another process)."""
+        record_path = _records() / f"{sandbox_id}.json"
+        if record_path.is_file():
+            record = read_json(record_path)
+            config = SandboxConfig.model_validate(record["config"])
+            sandbox = cls(config)
+            sandbox._provider_name = record["provider"]
+            sandbox._name = record["name"]
+            sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
+            sandbox._services = record.get("services", {})
+            sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
+            return sandbox
+        for name in plugins.providers():
+            provider = plugins.get_provider(name)
+            try:
+                machine = provider.attach(sandbox_id)
+            except SandboxNotFoundError:
+                continue
+            sandbox = cls(SandboxConfig(provider=name))
+            sandbox._provider_name = name
+            sandbox._machine = machine
+            return sandbox
+        raise SandboxNotFoundError(f"no sandbox {sandbox_id!r} on any installed provider")
+
+    @classmethod
+    def from_snapshot(
+        cls, snapshot: Snapshot | Mapping[str, Any], config: SandboxConfig, name: str | None = None
+    ) -> Sandbox:
+        """Start a new sandbox from a snapshot's state, with ``config``."""
+        snap = snapshot if isinstance(snapshot, Snapshot) else Snapshot.from_dict(snapshot)
+        if snap.provider != config.provider_name:
+            raise ConfigError(
+                f"provider: snapshot {snap.id} belongs to provider {snap.provider!r}, "
+                f"but the config runs on {config.provider_name!r}"
+            )
+        sandbox = cls(config)
+        sandbox._restore_from = snap  # type: ignore[attr-defined]
+        return sandbox.start(name=name)
+
+    def _save_record(self) -> None:
+        write_json(
+            _records() / f"{self.machine.id}.json",
+            {
+                "id": self.machine.id,
+                "provider": self._provider_name,
+                "name": self._name,
+                "created_at": time.time(),
+                "config": self.config.model_dump(
+                    mode="json", exclude={"name"} & set(type(self.config).model_fields)
+                ),
+                "repos": [asdict(r) for r in self._repos],
+                "services": self._services,
+            },
+        )
+
+    # --- properties -----------------------------------------------------------------------
+    @property
+    def machine(self) -> Machine:
+        """The provider's machine handle (for plugins and advanced use)."""
+        if self._machine is None:
+            raise SandboxNotRunningError("the sandbox is not started; call start() first")
+        return self._machine
+
+    @property
+    def sandbox_id(self) -> str:
+        return self.machine.id
+
+    @property
+    def provider(self) -> str:
+        """The name of the provider the sandbox runs on."""
+        return self._provider_name
+
+    @property
+    def name(self) -> str | None:
+        return self._name
+
+    @property
+    def status(self) -> MachineStatus:
+        """``running``, ``terminated``, ``expired`` or ``lost``; ``not started`` raises."""
+        return self.machine.status()
+
+    @property
+    def workdir(self) -> str:
+        """The working directory in the sandbox; relative paths are taken from here."""
+        return self.machine.workdir
+
+    @property
+    def repo_handles(self) -> list[RepoHandle]:
+        return list(self._repos)
+
+    @property
+    def model_handles(self) -> list[Any]:
+        """Models prepared in the sandbox (none until models are configured and fetched)."""
+        return list(self._services.get("models", []))
+
+    @property
+    def jupyter_url(self) -> str | None:
+        """The Jupyter server's URL (with token), when the notebook mode started one."""
+        return self._services.get("jupyter_url")
+
+    @property
+    def code_server_url(self) -> str | None:
+        """The VS Code server's URL, when ``debug=True`` started one."""
+        return self._services.get("code_server_url")
+
+    # --- running things -------------------------------------------------------------------
+    def exec(
+        self,
+        cmd: str | list[str],
+        timeout: float | None = None,
+        *,
+        check: bool = False,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        """Run a shell command (a string, through bash) or an argv list in the sandbox.
+
+        ``str(result)`` is its output; ``result.exit_code``, ``.stdout`` and ``.stderr`` are
+        there too. ``check=True`` raises :class:`~seer.errors.ExecError` on a non-zero exit.
+        """
+        result = self.machine.exec(cmd, timeout=timeout, env=env, cwd=cwd, on_output=on_output)
+        return result.check() if check else result
+
+    def exec_python(self, code: str, timeout: float | None = None, *, check: bool = False) -> ExecResult:
+        """Run Python source with the sandbox's interpreter (fed on stdin, so any size works)."""
+        result = self.machine.exec([self.machine.python, "-"], timeout=timeout, stdin=code.encode())
+        return result.check() if check else result
+
+    # --- files ----------------------------------------------------------------------------
+    def write_file(self, path: str, content: str | bytes) -> None:
+        """Write a file in the sandbox, creating its directory."""
+        self.machine.write_bytes(path, content.encode() if isinstance(content, str) else content)
+
+    def read_file(self, path: str) -> str:
+        """Read a text file from the sandbox."""
+        return self.machine.read_bytes(path).decode()
+
+    def read_bytes(self, path: str) -> bytes:
+        """Read a file from the sandbox as bytes."""
+        return self.machine.read_bytes(path)
+
+    def ensure_dir(self, path: str) -> None:
+        """Create a directory (and parents) in the sandbox."""
+        self.machine.make_dirs(path)
+
+    def upload_file(self, local_path: str | os.PathLike[str], remote_path: str | None = None) -> str:
+        """Copy a local file into the sandbox (default: its name, in the working directory).
+        Returns the path in the sandbox."""
+        local = Path(local_path)
+        if not local.is_file():
+            raise FileNotFoundError(f"local file {str(local)!r} does not exist")
+        remote = self.machine.resolve(remote_path or local.name)
+        self.machine.write_bytes(remote, local.read_bytes(), mode=local.stat().st_mode & 0o777)
+        return remote
+
+    def upload_dir(self, local_dir: str | os.PathLike[str], remote_dir: str | None = None) -> str:
+        """Copy a local directory into the sandbox. Returns the path in the sandbox."""
+        local = Path(local_dir)
+        if not local.is_dir():
+            raise NotADirectoryError(f"local directory {str(local)!r} does not exist")
+        remote = self.machine.resolve(remote_dir or local.name)
+        self.machine.put_dir(local, remote)
+        return remote
+
+    def download_dir(self, remote_dir: str, local_dir: str | os.PathLike[str]) -> Path:
+        """Copy a directory out of the sandbox."""
+        self.machine.get_dir(remote_dir, local_dir)
+        return Path(local_dir)
+
+    def snapshot(self, description: str = "") -> Snapshot:
+        """Save the sandbox's files so ``Sandbox.from_snapshot`` can start from them."""
+        return self.machine.snapshot(description)
+
+    # --- bootstrap steps ------------------------------------------------------------------
+    def _install_packages(self, packages: list[str], progress: Progress) -> None:
+        self.exec(
+            [self.machine.python, "-m", "pip", "install", *packages],
+            on_output=lambda _s, text: progress.update(text.strip()),
+            check=True,
+        )
+
+    def _clone(self, repo: Any) -> RepoHandle:
+        dest = self.machine.resolve(repo.dir_name)
+        url = repo.clone_url
+        if url.startswith("/") or url.startswith("file://"):
+            # The machine may not see the client's disk: clone here, copy the clone in.
+            with tempfile.TemporaryDirectory(prefix="seer-clone-") as tmp:
+                _git(["clone", "--quiet", url, tmp + "/r"])
+                if repo.ref:
+                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref])
+                self.machine.put_dir(tmp + "/r", dest)
+        else:
+            self.exec(["git", "clone", "--quiet", url, dest], check=True)
+            if repo.ref:
+                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref], check=True)
+        commit = self.exec(["git", "-C", dest, "rev-parse", "HEAD"], check=True).stdout.strip()
+        if repo.install is True:
+            self.exec([self.machine.python, "-m", "pip", "install", "-e", dest], check=True)
+        elif isinstance(repo.install, str):
+            self.exec(repo.install, cwd=dest, check=True)
+        return RepoHandle(repo.dir_name, repo.url, dest, commit, bool(repo.install))
+
+    def __repr__(self) -> str:
+        state = f"{self._machine.id}" if self._machine else "not started"
+        return f"<Sandbox {state} on {self._provider_name}>"
+
+
+def _git(args: list[str]) -> None:
+    proc = subprocess.run(["git", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SandboxError(f"git {shlex.join(args)} failed: {proc.stderr.strip()}")
