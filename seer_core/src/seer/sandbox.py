@@ -156,9 +156,11 @@ class Sandbox:
         if self._machine is None:
             return None
         snap = None
-        if save_snapshot and self._machine.status().alive:
-            snap = self.snapshot(snapshot_description)
-        plugins.hook().seer_sandbox_terminating(sandbox=self)
+        if self._machine.status().alive:
+            if save_snapshot:
+                snap = self.snapshot(snapshot_description)
+            plugins.hook().seer_sandbox_terminating(sandbox=self)
+        # Always ask the provider: it is idempotent and mops up what a dead machine left.
         plugins.get_provider(self._provider_name).terminate(self._machine.id)
         return snap
 
@@ -186,7 +188,9 @@ class Sandbox:
             sandbox._services = record.get("services", {})
             sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
             return sandbox
-        for name in plugins.providers():
+        for name, reg in plugins.providers().items():
+            if not reg.cls.availability().usable:  # type: ignore[attr-defined]
+                continue
             provider = plugins.get_provider(name)
             try:
                 machine = provider.attach(sandbox_id)
@@ -298,9 +302,11 @@ class Sandbox:
         result = self.machine.exec(cmd, timeout=timeout, env=env, cwd=cwd, on_output=on_output)
         return result.check() if check else result
 
-    def exec_python(self, code: str, timeout: float | None = None, *, check: bool = False) -> ExecResult:
+    def exec_python(
+        self, code: str, timeout: float | None = None, *, check: bool = False, cwd: str | None = None
+    ) -> ExecResult:
         """Run Python source with the sandbox's interpreter (fed on stdin, so any size works)."""
-        result = self.machine.exec([self.machine.python, "-"], timeout=timeout, stdin=code.encode())
+        result = self.machine.exec([self.machine.python, "-"], timeout=timeout, stdin=code.encode(), cwd=cwd)
         return result.check() if check else result
 
     # --- files ----------------------------------------------------------------------------
@@ -341,7 +347,7 @@ class Sandbox:
 
     def download_dir(self, remote_dir: str, local_dir: str | os.PathLike[str]) -> Path:
         """Copy a directory out of the sandbox."""
-        self.machine.get_dir(remote_dir, local_dir)
+        self.machine.get_dir(remote_dir, Path(local_dir))
         return Path(local_dir)
 
     def snapshot(self, description: str = "") -> Snapshot:

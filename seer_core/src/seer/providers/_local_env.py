@@ -1,13 +1,16 @@
 """Python environments for local sandboxes: the local analogue of an image.
 
-A sandbox's ``python_packages`` are satisfied, in order of preference, by:
+Every sandbox gets its own thin venv (a few milliseconds to make), so ``pip install`` inside a
+sandbox never touches the client's environment or another sandbox. Through ``.pth`` files that
+call ``site.addsitedir`` (so editable installs work too) it sees, behind its own site-packages:
 
-1. the client's own environment, when it already satisfies every requirement (no env is made);
-2. an *overlay* venv, built once per distinct package set and cached under
-   ``$SEER_HOME/envs/<hash>``. The overlay sees the client's site-packages (through a ``.pth``
-   that calls ``site.addsitedir``, so editable installs work too) behind its own, and pip is
-   run against it, so anything the client already has, torch included, is never installed or
-   downloaded again; only what is missing lands in the overlay.
+1. a *layer* holding the ``python_packages`` the client lacks, built once per distinct package
+   set and cached under ``$SEER_HOME/envs/<hash>``; pip is run against the layer with the
+   client's site-packages visible, so anything the client already has, torch included, is never
+   installed or downloaded again;
+2. the client's own site-packages (where seer itself, at the client's version, lives).
+
+When the client already satisfies every requirement, no layer is made at all.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import venv
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
+from typing import cast
 
 from filelock import FileLock
 from packaging.markers import default_environment
@@ -36,7 +40,7 @@ _COMPLETE = ".seer-env-complete"
 def unsatisfied(requirements: list[str]) -> list[str]:
     """The requirements the client's environment does not already satisfy."""
     installed = {canonicalize_name(d.metadata["Name"] or ""): d.version for d in metadata.distributions()}
-    env = default_environment()
+    env = cast("dict[str, str]", default_environment())
     missing = []
     for raw in requirements:
         try:
@@ -105,39 +109,62 @@ def _installer(env_python: Path) -> list[str]:
     )
 
 
-def ensure_env(
+def _purelib(env_dir: Path) -> Path:
+    return env_dir / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def _new_venv(env_dir: Path, pth_lines: list[str]) -> Path:
+    """A pip-less venv whose ``.pth`` runs ``pth_lines``; returns its interpreter."""
+    venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(env_dir)
+    purelib = _purelib(env_dir)
+    purelib.mkdir(parents=True, exist_ok=True)
+    (purelib / "_seer_layers.pth").write_text("\n".join(pth_lines) + "\n")
+    python = env_dir / "bin" / "python"
+    # `pip` in the sandbox must install into the sandbox, not wherever PATH finds a pip.
+    for name in ("pip", "pip3"):
+        shim = env_dir / "bin" / name
+        shim.write_text(
+            f"#!{python}\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n"
+        )
+        shim.chmod(0o755)
+    return python
+
+
+def _addsitedir_lines(dirs: list[str]) -> list[str]:
+    return [f"import site; site.addsitedir({d!r})" for d in dirs]
+
+
+def make_sandbox_env(env_dir: Path, layer: Path | None) -> str:
+    """The sandbox's own venv, seeing ``layer`` (if any) and the client's site-packages."""
+    dirs = [str(_purelib(layer))] if layer is not None else _client_site_dirs()
+    return str(_new_venv(env_dir, _addsitedir_lines(dirs)))
+
+
+def ensure_layer(
     requirements: list[str],
     envs_dir: Path,
     *,
     log: Callable[[str], None] = lambda line: None,
-) -> tuple[str, bool]:
-    """The interpreter for a sandbox with ``requirements``, and whether anything was built.
+) -> Path | None:
+    """The cached layer with what the client lacks of ``requirements`` (None: it lacks nothing).
 
     Thread- and process-safe: concurrent sandboxes with the same package set build it once.
     """
     missing = unsatisfied(requirements)
     if not missing:
-        return sys.executable, False
+        return None
     key = env_key(requirements)
     env_dir = envs_dir / key
     env_python = env_dir / "bin" / "python"
     envs_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(str(envs_dir / f"{key}.lock")):
         if (env_dir / _COMPLETE).is_file():
-            return str(env_python), False
+            return env_dir
         if env_dir.exists():  # a build that died half-way
             shutil.rmtree(env_dir)
         log(f"building a Python environment for {', '.join(missing)}")
         try:
-            venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(env_dir)
-            purelib = subprocess.run(
-                [str(env_python), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-            lines = [f"import site; site.addsitedir({d!r})" for d in _client_site_dirs()]
-            Path(purelib, "_seer_client_env.pth").write_text("\n".join(lines) + "\n")
+            _new_venv(env_dir, _addsitedir_lines(_client_site_dirs()))
             cmd = [*_installer(env_python), *missing]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             assert proc.stdout is not None
@@ -154,4 +181,4 @@ def ensure_env(
         except BaseException:
             shutil.rmtree(env_dir, ignore_errors=True)
             raise
-    return str(env_python), True
+    return env_dir

@@ -5,6 +5,7 @@ Each sandbox lives in ``$SEER_HOME/local/<id>/``::
     meta.json       what the sandbox is (id, name, env, interpreter, deadline, supervisor pid)
     secrets.json    secret values, mode 0600, read only to run commands
     root/           the working directory (``Machine.workdir``)
+    venv/           the sandbox's own Python environment (see :mod:`._local_env`)
     logs/           supervisor.log and one log per background process
     procs/          one JSON record per background process
 
@@ -42,7 +43,7 @@ from seer.errors import (
 )
 from seer.hookspecs import hookimpl
 from seer.providers import _procs
-from seer.providers._local_env import ensure_env
+from seer.providers._local_env import ensure_layer, make_sandbox_env
 from seer.providers.base import (
     Capabilities,
     Command,
@@ -156,6 +157,7 @@ class _Sandbox:
         self.root = self.dir / "root"
         self.logs = self.dir / "logs"
         self.procs = self.dir / "procs"
+        self.venv = self.dir / "venv"
         self.lock = FileLock(str(self.dir / ".lock"))
 
     def exists(self) -> bool:
@@ -203,6 +205,7 @@ class _Sandbox:
             if already:
                 return
             shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(self.venv, ignore_errors=True)
             self.secrets_path.unlink(missing_ok=True)
             self.update(status=status.value, ended_at=time.time())
 
@@ -240,15 +243,26 @@ class LocalMachine(Machine):
         self._check_running()
         text = command_text(command)
         started = time.monotonic()
-        proc = subprocess.Popen(
-            _argv(command),
-            cwd=self.resolve(cwd) if cwd else self.workdir,
-            env=self._env_for(env),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        argv = _argv(command)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.resolve(cwd) if cwd else self.workdir,
+                env=self._env_for(env),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            if exc.filename != argv[0]:
+                raise
+            # Answer as a shell would (127 not found, 126 not executable), like every provider.
+            message = f"{argv[0]}: {exc.strerror}\n"
+            if on_output is not None:
+                on_output("stderr", message)
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            return ExecResult(text, code, "", message, time.monotonic() - started)
         chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
 
         def pump(stream: Any, name: str) -> None:
@@ -353,7 +367,9 @@ class LocalMachine(Machine):
         if child is not None:
             return child.poll() is None
         rec = self._proc_record(name)
-        return bool(rec) and _procs.alive(rec["pid"], rec.get("started"))
+        if not rec:
+            return False
+        return _procs.alive(rec["pid"], rec.get("started"))
 
     def stop_process(self, name: str, *, grace: float = 5.0) -> None:
         rec = self._proc_record(name)
@@ -373,6 +389,16 @@ class LocalMachine(Machine):
     def log_path(self, name: str) -> str:
         return str(self._sb.logs / f"{name}.log")
 
+    def log_names(self) -> list[str]:
+        # Local logs live outside the working directory and outlive the sandbox.
+        return sorted(p.stem for p in self._sb.logs.glob("*.log"))
+
+    def process_log(self, name: str, *, lines: int | None = None) -> str:
+        # Logs live outside the working directory and are kept after teardown (``seer logs``),
+        # so read them directly rather than through read_bytes, which needs a running sandbox.
+        text = Path(self.log_path(name)).read_bytes().decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:]) if lines else text
+
     # --- files ----------------------------------------------------------------------------
     def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
         self._check_running()
@@ -383,6 +409,7 @@ class LocalMachine(Machine):
             target.chmod(mode)
 
     def read_bytes(self, path: str) -> bytes:
+        self._check_running()
         return Path(self.resolve(path)).read_bytes()
 
     def make_dirs(self, path: str) -> None:
@@ -394,6 +421,7 @@ class LocalMachine(Machine):
         shutil.copytree(local_dir, self.resolve(remote_dir), dirs_exist_ok=True, symlinks=True)
 
     def get_dir(self, remote_dir: str, local_dir: str | Path) -> None:
+        self._check_running()
         shutil.copytree(self.resolve(remote_dir), local_dir, dirs_exist_ok=True, symlinks=True)
 
     # --- network and state ----------------------------------------------------------------
@@ -481,7 +509,8 @@ class LocalProvider(Provider):
             with open(sandbox.logs / "setup.log", "a") as fh:
                 fh.write(line + "\n")
 
-        python, _ = ensure_env(spec.python_packages, seer_home() / "envs", log=log)
+        layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log)
+        python = make_sandbox_env(sandbox.venv, layer)
         if spec.snapshot is not None:
             src = Path(spec.snapshot.data["path"]) / "root"
             if not src.is_dir():
@@ -548,7 +577,7 @@ class LocalProvider(Provider):
         return self._machine(sandbox)
 
     def list(self) -> list[MachineInfo]:
-        out = []
+        out: list[MachineInfo] = []
         root = _root()
         if not root.is_dir():
             return out
