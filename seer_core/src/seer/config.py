@@ -2,23 +2,28 @@
 
 ``SandboxConfig`` (with ``ModelConfig`` and ``RepoConfig``) is the one thing a user writes, in
 Python or in a YAML/JSON file read by :func:`seer.load_config`. Everything is validated when the
-object is built, so a bad config fails before anything is provisioned, with the field named.
-What can only be checked against the chosen provider (GPU availability, provider options) or the
-local machine at start time (secrets) is checked by :meth:`SandboxConfig.preflight`, still before
-anything is made.
+object is built, so a bad config fails before anything is provisioned, with the field named by its
+full path (``models[1].base_model``, ``secrets[0]``, ``local_files[2]``). What can only be checked
+against the chosen provider (GPU availability, provider options) or the local machine at start
+time (secrets) is checked by :meth:`SandboxConfig.preflight`, still before anything is made.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import keyword
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, NoReturn, get_args
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -26,8 +31,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from seer.errors import ConfigError, ConfigProblem
+from seer.errors import ConfigError, ConfigProblem, MissingSecretError, UnknownPluginError
 
 __all__ = [
     "DEFAULT_PROVIDER",
@@ -54,11 +60,50 @@ GPU_CATALOGUE: dict[str, str] = {
 }
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_HUB_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 _REMOTE_URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^[\w.-]+@[\w.-]+:\S+$")
 _DEB_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")
 _MAX_TIMEOUT = 7 * 24 * 3600
+_MAX_HUB_NAME = 96
+
+#: Field names people carry over from other tools (or older seer), and what seer calls them.
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "gpu_type": ("gpu",),
+    "gpus": ("gpu_count",),
+    "num_gpus": ("gpu_count",),
+    "github_repos": ("repos",),
+    "repositories": ("repos",),
+    "packages": ("python_packages",),
+    "pip_packages": ("python_packages",),
+    "requirements": ("python_packages",),
+    "apt_packages": ("system_packages",),
+    "mode": ("execution_mode",),
+    "model": ("models",),
+    "branch": ("ref", "revision"),
+    "tag": ("ref", "revision"),
+    "commit": ("ref", "revision"),
+    "model_name": ("name",),
+    "repo": ("url",),
+    "peft": ("is_peft",),
+    "adapter": ("is_peft",),
+    "variable": ("var_name",),
+}
+#: Model-loading knobs that ModelConfig deliberately does not have: seer loads models itself.
+_LOADING_KNOBS = frozenset(
+    {
+        "dtype",
+        "torch_dtype",
+        "device",
+        "device_map",
+        "load_kwargs",
+        "quantization",
+        "load_in_8bit",
+        "load_in_4bit",
+        "trust_remote_code",
+        "attn_implementation",
+    }
+)
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -72,7 +117,67 @@ def format_loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def _problems_from(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> list[ConfigProblem]:
+# --- turning pydantic errors into ConfigProblems ---------------------------------------------
+def _fail(*errors: tuple[tuple[int | str, ...], str, Any]) -> NoReturn:
+    """Raise a validation error at explicit locations (relative to the value being validated).
+
+    Used by validators that know which nested field is at fault, so the problem names
+    ``models[1].base_model`` rather than the model as a whole.
+    """
+    raise ValidationError.from_exception_data(
+        "SandboxConfig",
+        [
+            InitErrorDetails(type=PydanticCustomError("seer_config", message), loc=loc, input=value)
+            for loc, message, value in errors
+        ],
+    )
+
+
+def _model_at(root: type[BaseModel] | None, loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The config class that holds the field at ``loc`` (e.g. ``("models", 0)`` -> ModelConfig)."""
+
+    def inner(tp: Any) -> type[BaseModel] | None:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+        for arg in get_args(tp):
+            found = inner(arg)
+            if found is not None:
+                return found
+        return None
+
+    cls = root
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = cls.model_fields.get(part) if cls is not None else None
+        if field is None:
+            return None
+        cls = inner(field.annotation)
+    return cls
+
+
+def _unknown_field_message(name: str, owner: type[BaseModel] | None) -> str:
+    if owner is None:
+        return "unknown field (check the spelling)"
+    fields = list(owner.model_fields)
+    listing = f"{owner.__name__} fields: {', '.join(fields)}"
+    if name in _LOADING_KNOBS and issubclass(owner, ModelConfig):
+        return (
+            f"{owner.__name__} has no {name!r}: seer loads models itself and chooses dtype and "
+            f"device placement; {listing}"
+        )
+    suggestion = next((a for a in _ALIASES.get(name, ()) if a in fields), None)
+    if suggestion is None:
+        close = difflib.get_close_matches(name.lower(), fields, n=1, cutoff=0.6)
+        suggestion = close[0] if close else None
+    hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+    return f"unknown field{hint}; {listing}"
+
+
+def _problems_from(
+    exc: ValidationError, prefix: tuple[int | str, ...] = (), model: type[BaseModel] | None = None
+) -> list[ConfigProblem]:
+    """One :class:`ConfigProblem` per pydantic error, located by the full dotted field path."""
     problems = []
     for err in exc.errors(include_url=False):
         # Drop pydantic's internal tags (e.g. "function-after[...]") from the location.
@@ -80,10 +185,34 @@ def _problems_from(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> 
         msg = err["msg"]
         for lead in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(lead)
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (check the spelling; `seer schema` lists every field)"
+        if err["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str):
+            msg = _unknown_field_message(loc[-1], _model_at(model, loc[:-1]))
+        elif err["type"] == "missing":
+            msg = "required field is missing"
         problems.append(ConfigProblem(field=format_loc(prefix + loc), message=msg))
     return problems
+
+
+_depth: ContextVar[int] = ContextVar("seer_config_depth", default=0)
+
+
+@contextmanager
+def _validating(cls: type[BaseModel]) -> Iterator[None]:
+    """Turn a ValidationError into a ConfigError, but only at the outermost config object.
+
+    pydantic builds nested configs through their ``__init__``; there the ValidationError must
+    pass through untouched so pydantic can prefix its location (``models[0]`` + ``base_model``).
+    """
+    depth = _depth.get()
+    token = _depth.set(depth + 1)
+    try:
+        yield
+    except ValidationError as exc:
+        if depth:
+            raise
+        raise ConfigError(_problems_from(exc, model=cls), title=f"Invalid {cls.__name__}") from None
+    finally:
+        _depth.reset(token)
 
 
 class _Strict(BaseModel):
@@ -92,27 +221,26 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, use_enum_values=False)
 
     def __init__(self, **data: Any) -> None:
-        try:
+        with _validating(type(self)):
             super().__init__(**data)
-        except ValidationError as exc:
-            raise ConfigError(_problems_from(exc), title=f"Invalid {type(self).__name__}") from None
 
     @classmethod
-    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        try:
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+        with _validating(cls):
             return super().model_validate(obj, **kwargs)
-        except ValidationError as exc:
-            raise ConfigError(_problems_from(exc), title=f"Invalid {cls.__name__}") from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: Any, **kwargs: Any) -> Any:
+        with _validating(cls):
+            return super().model_validate_json(json_data, **kwargs)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        try:
+        with _validating(type(self)):
             super().__setattr__(name, value)
-        except ValidationError as exc:
-            raise ConfigError(_problems_from(exc), title=f"Invalid {type(self).__name__}") from None
 
 
 class ExecutionMode(enum.StrEnum):
-    """How the agent works with the sandbox."""
+    """How the agent works with the sandbox. Names are case-insensitive: ``"NOTEBOOK"`` works."""
 
     NOTEBOOK = "notebook"  #: a Jupyter kernel in the sandbox, models pre-loaded
     CLI = "cli"  #: a shell in the sandbox
@@ -125,8 +253,109 @@ class ExecutionMode(enum.StrEnum):
         return None
 
 
+# --- value checks shared by several fields ----------------------------------------------------
 def _is_local_path(value: str) -> bool:
     return value.startswith(("/", "./", "../", "~")) or value in (".", "..")
+
+
+def _check_hub_id(value: str) -> str | None:
+    """Why ``value`` is not a Hugging Face repo id (``name`` or ``org/name``), or None if it is."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return "has more than one '/'"
+    for part in parts:
+        if not _HUB_PART.match(part):
+            return "may only use letters, digits, '-', '_' and '.', and must start with a letter or digit"
+        if "--" in part or ".." in part:
+            return "must not contain '--' or '..'"
+        if part.endswith(("-", ".")):
+            return "must not end with '-' or '.'"
+        if len(part) > _MAX_HUB_NAME:
+            return f"is longer than {_MAX_HUB_NAME} characters"
+    return None
+
+
+def _git_ref_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a git branch, tag or commit (``git check-ref-format`` rules)."""
+    if not value.strip():
+        return "must not be empty"
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        return "must not contain spaces or control characters"
+    bad = sorted(set(value) & set("~^:?*[\\"))
+    if bad:
+        return f"must not contain {' '.join(repr(c) for c in bad)}"
+    if ".." in value or "@{" in value or "//" in value or value == "@":
+        return "must not contain '..', '@{' or '//'"
+    if value.startswith(("-", "/", ".")) or value.endswith(("/", ".", ".lock")):
+        return "must not start with '-', '/' or '.', nor end with '/', '.' or '.lock'"
+    return None
+
+
+def _check_requirement(value: str) -> str:
+    req = value.strip()
+    if not req:
+        raise ValueError("must not be empty")
+    if req.startswith("-"):
+        raise ValueError(
+            f"{req!r} is a pip option, not a requirement; list packages only "
+            "(index URLs and other pip settings belong in pip's config or the provider's options)"
+        )
+    if req.startswith(("git+", "http://", "https://", "file:")) or _is_local_path(req):
+        return req
+    try:
+        Requirement(req)
+    except InvalidRequirement as exc:
+        first = str(exc).splitlines()[0]
+        why = f"{req!r} is not a valid requirement (PEP 508, like 'torch>=2.1'): {first}"
+        raise ValueError(why) from None
+    return req
+
+
+def _check_system_package(value: str) -> str:
+    if not _DEB_PACKAGE.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid system package name "
+            "(lower-case letters, digits, '+', '-', '.', optionally '=version')"
+        )
+    return value
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid environment variable name (letters, digits and '_', not starting "
+            "with a digit)"
+        )
+    return value
+
+
+def _check_pair(local: str, remote: str, kind: str) -> tuple[str, str]:
+    if not local or not local.strip():
+        raise ValueError("the local path is empty")
+    path = Path(local).expanduser()
+    if kind == "file" and not path.is_file():
+        what = "is a directory (use local_dirs)" if path.is_dir() else "does not exist"
+        raise ValueError(f"local file {local!r} {what}")
+    if kind == "dir" and not path.is_dir():
+        what = "is a file (use local_files)" if path.exists() else "does not exist"
+        raise ValueError(f"local directory {local!r} {what}")
+    if not remote or not remote.strip():
+        raise ValueError(f"the sandbox path for {local!r} is empty")
+    return (str(path.resolve()), remote)
+
+
+def _check_file_pair(pair: tuple[str, str]) -> tuple[str, str]:
+    return _check_pair(*pair, kind="file")
+
+
+def _check_dir_pair(pair: tuple[str, str]) -> tuple[str, str]:
+    return _check_pair(*pair, kind="dir")
+
+
+def _whole_number(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return value
 
 
 class ModelConfig(_Strict):
@@ -156,30 +385,48 @@ class ModelConfig(_Strict):
             if not Path(value).expanduser().is_dir():
                 raise ValueError(f"local model directory {value!r} does not exist")
             return str(Path(value).expanduser().resolve())
-        if not _HUB_ID.match(value):
-            raise ValueError(f"{value!r} is neither a Hugging Face repo id (org/name) nor a local directory")
+        why = _check_hub_id(value)
+        if why:
+            raise ValueError(
+                f"{value!r} is neither a Hugging Face repo id (org/name) nor a local directory: it {why}"
+            )
         return value
 
     @field_validator("revision")
     @classmethod
     def _check_revision(cls, value: str) -> str:
-        if not value.strip() or any(c.isspace() for c in value):
-            raise ValueError(f"revision {value!r} must be a branch, tag or commit without spaces")
+        why = _git_ref_problem(value)
+        if why:
+            raise ValueError(f"revision {value!r} is not a branch, tag or commit: it {why}")
         return value
 
     @field_validator("var_name")
     @classmethod
     def _check_var_name(cls, value: str) -> str:
-        if not value.isidentifier() or keyword.iskeyword(value):
-            raise ValueError(f"{value!r} is not a valid Python variable name")
+        if keyword.iskeyword(value):
+            raise ValueError(f"{value!r} is a Python keyword; pick another variable name")
+        if not value.isidentifier():
+            raise ValueError(f"{value!r} is not a valid Python variable name (e.g. 'model_b')")
         return value
 
     @model_validator(mode="after")
     def _check_peft(self) -> ModelConfig:
         if self.is_peft and not self.base_model:
-            raise ValueError("is_peft=True needs base_model, the model the adapter applies to")
+            _fail(
+                (
+                    ("base_model",),
+                    "is_peft=True needs base_model, the model the adapter applies to",
+                    None,
+                )
+            )
         if self.base_model and not self.is_peft:
-            raise ValueError("base_model is only used with is_peft=True; set is_peft=True or drop it")
+            _fail(
+                (
+                    ("base_model",),
+                    "base_model is only used with is_peft=True; set is_peft=True or drop base_model",
+                    self.base_model,
+                )
+            )
         return self
 
     @property
@@ -213,18 +460,38 @@ class RepoConfig(_Strict):
             return str(path.resolve())
         if _OWNER_REPO.match(value) or _REMOTE_URL.match(value):
             return value
-        raise ValueError(f"{value!r} is not owner/repo, a git URL or an existing local path")
+        raise ValueError(
+            f"{value!r} is not owner/repo, a git URL (https://, ssh://, git@host:path, file://) "
+            "or an existing local path (./dir, /abs/dir)"
+        )
+
+    @field_validator("ref")
+    @classmethod
+    def _check_ref(cls, value: str | None) -> str | None:
+        why = _git_ref_problem(value) if value is not None else None
+        if why:
+            raise ValueError(f"ref {value!r} is not a branch, tag or commit: it {why}")
+        return value
 
     @field_validator("dockerfile")
     @classmethod
     def _check_dockerfile(cls, value: str | None) -> str | None:
-        if value is not None and (value.startswith("/") or ".." in Path(value).parts or not value):
-            raise ValueError("dockerfile must be a relative path inside the repository")
+        if value is None:
+            return None
+        if not value.strip() or value.startswith(("/", "~")) or ".." in Path(value).parts:
+            raise ValueError(
+                f"dockerfile {value!r} must be a relative path inside the repository "
+                "(e.g. 'docker/Dockerfile')"
+            )
         return value
 
-    @field_validator("install")
+    @field_validator("install", mode="before")
     @classmethod
-    def _check_install(cls, value: bool | str) -> bool | str:
+    def _check_install(cls, value: Any) -> Any:
+        if not isinstance(value, bool | str):
+            raise ValueError(
+                f"expected true/false (pip install -e the repo) or a shell command, got {value!r}"
+            )
         if isinstance(value, str) and not value.strip():
             raise ValueError("install command must not be empty (use true for pip install -e)")
         return value
@@ -254,25 +521,38 @@ def _file_pairs(value: Any) -> Any:
     return out
 
 
+_Requirement = Annotated[str, AfterValidator(_check_requirement)]
+_SystemPackage = Annotated[str, AfterValidator(_check_system_package)]
+_EnvName = Annotated[str, AfterValidator(_check_env_name)]
+_FilePair = Annotated[tuple[str, str], AfterValidator(_check_file_pair)]
+_DirPair = Annotated[tuple[str, str], AfterValidator(_check_dir_pair)]
+
+
 class SandboxConfig(_Strict):
     """Everything a sandbox should hold. See docs/config.md for each field."""
 
     gpu: str | None = Field(None, description="GPU type (see GPU_CATALOGUE) or None for CPU")
     gpu_count: int = Field(1, ge=1, le=16, description="number of GPUs")
-    execution_mode: ExecutionMode = Field(ExecutionMode.NOTEBOOK, description="how the agent works")
+    execution_mode: ExecutionMode = Field(
+        ExecutionMode.NOTEBOOK, description="how the agent works: notebook, cli or local"
+    )
     models: list[ModelConfig] = Field(default_factory=list, description="models to download")
     repos: list[RepoConfig] = Field(default_factory=list, description="git repos to clone")
-    python_packages: list[str] = Field(default_factory=list, description="pip requirements")
-    system_packages: list[str] = Field(default_factory=list, description="apt packages")
-    secrets: list[str] = Field(
+    python_packages: list[_Requirement] = Field(default_factory=list, description="pip requirements")
+    system_packages: list[_SystemPackage] = Field(default_factory=list, description="apt packages")
+    secrets: list[_EnvName] = Field(
         default_factory=list, description="names of local env vars passed into the sandbox"
     )
     env: dict[str, str] = Field(default_factory=dict, description="environment variables")
-    timeout: int = Field(3600, gt=0, le=_MAX_TIMEOUT, description="lifetime limit in seconds")
-    local_files: list[tuple[str, str]] = Field(
+    timeout: int = Field(
+        3600,
+        description="lifetime limit in seconds (at most 7 days)",
+        json_schema_extra={"exclusiveMinimum": 0, "maximum": _MAX_TIMEOUT},
+    )
+    local_files: list[_FilePair] = Field(
         default_factory=list, description="(local file, sandbox path) pairs copied in"
     )
-    local_dirs: list[tuple[str, str]] = Field(
+    local_dirs: list[_DirPair] = Field(
         default_factory=list, description="(local dir, sandbox path) pairs copied in"
     )
     debug: bool = Field(False, description="start a VS Code server where the provider can")
@@ -285,6 +565,8 @@ class SandboxConfig(_Strict):
     @field_validator("models", mode="before")
     @classmethod
     def _models_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(f"expected a list of models, got the string {value!r}; write [{value!r}]")
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
@@ -292,6 +574,8 @@ class SandboxConfig(_Strict):
     @field_validator("repos", mode="before")
     @classmethod
     def _repos_from_strings(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(f"expected a list of repos, got the string {value!r}; write [{value!r}]")
         if isinstance(value, list):
             return [{"url": v} if isinstance(v, str) else v for v in value]
         return value
@@ -313,6 +597,27 @@ class SandboxConfig(_Strict):
     def _dirs_pairs(cls, value: Any) -> Any:
         return _file_pairs(value)
 
+    @field_validator("gpu_count", mode="before")
+    @classmethod
+    def _gpu_count_number(cls, value: Any) -> Any:
+        return _whole_number(value)
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or (isinstance(value, str) and not value.strip().isdigit()):
+            raise ValueError(f"expected a whole number of seconds (e.g. 3600), got {value!r}")
+        return value
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout_range(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError(f"must be a positive number of seconds, got {value}")
+        if value > _MAX_TIMEOUT:
+            raise ValueError(f"at most {_MAX_TIMEOUT} s (7 days), got {value}")
+        return value
+
     @field_validator("gpu")
     @classmethod
     def _check_gpu(cls, value: str | None) -> str | None:
@@ -321,65 +626,42 @@ class SandboxConfig(_Strict):
         from seer.plugins import known_gpu_types
 
         known = known_gpu_types()
-        if value not in known:
-            match = {k.upper(): k for k in known}.get(value.upper())
-            hint = f" (did you mean {match!r}?)" if match else ""
-            raise ValueError(
-                f"unknown GPU {value!r}{hint}; valid: {', '.join(sorted(known))}, or None for CPU"
-            )
-        return value
-
-    @field_validator("python_packages")
-    @classmethod
-    def _check_requirements(cls, value: list[str]) -> list[str]:
-        for i, req in enumerate(value):
-            req = req.strip()
-            if req.startswith("-"):
-                raise ValueError(f"[{i}] {req!r}: pip options are not requirements")
-            if req.startswith(("git+", "http://", "https://", "file:")) or _is_local_path(req):
-                continue
-            try:
-                Requirement(req)
-            except InvalidRequirement as exc:
-                raise ValueError(f"[{i}] {req!r} is not a valid requirement: {exc}") from None
-        return [r.strip() for r in value]
-
-    @field_validator("system_packages")
-    @classmethod
-    def _check_system_packages(cls, value: list[str]) -> list[str]:
-        for i, pkg in enumerate(value):
-            if not _DEB_PACKAGE.match(pkg):
-                raise ValueError(f"[{i}] {pkg!r} is not a valid system package name")
-        return value
+        if value in known:
+            return value
+        if value.strip().lower() in ("none", "cpu", "null", ""):
+            raise ValueError(f"unknown GPU {value!r}; for CPU write null in YAML, None in Python")
+        norm = {re.sub(r"[\s_]+", "-", k.upper()): k for k in known}
+        wanted = re.sub(r"[\s_]+", "-", value.strip().upper())
+        match = norm.get(wanted)
+        if match is None:
+            close = difflib.get_close_matches(wanted, list(norm), n=1, cutoff=0.8)
+            match = norm[close[0]] if close else None
+        hint = f" (did you mean {match!r}?)" if match else ""
+        raise ValueError(f"unknown GPU {value!r}{hint}; valid: {', '.join(sorted(known))}, or None for CPU")
 
     @field_validator("secrets")
     @classmethod
-    def _check_secret_names(cls, value: list[str]) -> list[str]:
+    def _check_secret_dupes(cls, value: list[str]) -> list[str]:
+        first: dict[str, int] = {}
+        errors = []
         for i, name in enumerate(value):
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"[{i}] {name!r} is not a valid environment variable name")
-        dupes = sorted({n for n in value if value.count(n) > 1})
-        if dupes:
-            raise ValueError(f"listed more than once: {', '.join(dupes)}")
+            if name in first:
+                errors.append(((i,), f"{name!r} is listed twice (also secrets[{first[name]}])", name))
+            first.setdefault(name, i)
+        if errors:
+            _fail(*errors)
         return value
 
     @field_validator("env")
     @classmethod
     def _check_env(cls, value: dict[str, str]) -> dict[str, str]:
+        errors = []
         for name in value:
             if not _ENV_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid environment variable name")
+                errors.append(((name,), f"{name!r} is not a valid environment variable name", name))
+        if errors:
+            _fail(*errors)
         return value
-
-    @field_validator("local_files")
-    @classmethod
-    def _check_local_files(cls, value: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [_check_pair(i, local, remote, "file") for i, (local, remote) in enumerate(value)]
-
-    @field_validator("local_dirs")
-    @classmethod
-    def _check_local_dirs(cls, value: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        return [_check_pair(i, local, remote, "dir") for i, (local, remote) in enumerate(value)]
 
     @field_validator("provider")
     @classmethod
@@ -388,28 +670,58 @@ class SandboxConfig(_Strict):
             return None
         from seer.plugins import get_provider_class
 
-        get_provider_class(value)  # raises UnknownPluginError naming the extra to install
+        try:
+            get_provider_class(value)
+        except UnknownPluginError as exc:  # names what is installed and the extra to install
+            raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
     def _check_whole(self) -> SandboxConfig:
+        errors: list[tuple[tuple[int | str, ...], str, Any]] = []
         if self.gpu is None and self.gpu_count != 1:
-            raise ValueError("gpu_count > 1 needs a gpu type; set gpu (e.g. 'A100')")
+            errors.append(
+                (
+                    ("gpu_count",),
+                    f"gpu_count={self.gpu_count} needs a GPU type; set gpu (e.g. 'A100') or drop gpu_count",
+                    self.gpu_count,
+                )
+            )
         seen: dict[str, int] = {}
         for i, m in enumerate(self.models):
             if m.var_name in seen:
-                raise ValueError(
-                    f"models[{i}].var_name {m.var_name!r} is already used by "
-                    f"models[{seen[m.var_name]}]; give each model its own var_name"
+                errors.append(
+                    (
+                        ("models", i, "var_name"),
+                        f"{m.var_name!r} is already used by models[{seen[m.var_name]}]; give each "
+                        f"model its own var_name (e.g. var_name: model_{i})",
+                        m.var_name,
+                    )
                 )
-            seen[m.var_name] = i
-        names = [r.dir_name for r in self.repos]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"repos: two repositories would be cloned into {dupes[0]!r}")
-        overlap = set(self.env) & set(self.secrets)
-        if overlap:
-            raise ValueError(f"{', '.join(sorted(overlap))} is set in both env and secrets")
+            seen.setdefault(m.var_name, i)
+        dirs: dict[str, int] = {}
+        for i, r in enumerate(self.repos):
+            if r.dir_name in dirs:
+                errors.append(
+                    (
+                        ("repos", i),
+                        f"would be cloned into {r.dir_name!r}, like repos[{dirs[r.dir_name]}]; "
+                        "each repository needs its own directory name",
+                        r.url,
+                    )
+                )
+            dirs.setdefault(r.dir_name, i)
+        for i, name in enumerate(self.secrets):
+            if name in self.env:
+                errors.append(
+                    (
+                        ("secrets", i),
+                        f"{name!r} is set in both env and secrets; keep it in one of the two",
+                        name,
+                    )
+                )
+        if errors:
+            _fail(*errors)
         return self
 
     # --- derived ----------------------------------------------------------------------------
@@ -421,31 +733,32 @@ class SandboxConfig(_Strict):
     def preflight(self, *, dotenv: str | os.PathLike[str] | None = ".env") -> dict[str, str]:
         """Check what depends on this machine and the chosen provider; return the secret values.
 
-        Raises :class:`~seer.errors.ConfigError` (naming the field) for a missing secret, a GPU
-        or option the provider does not offer, or a provider that cannot be used here. Nothing
-        is provisioned.
+        Raises :class:`~seer.errors.ConfigError` (naming every field at fault) for a missing
+        secret, a GPU or option the provider does not offer, or a provider that is not installed
+        or cannot be used here; :class:`~seer.errors.MissingSecretError` when secrets are the only
+        problem. Nothing is provisioned.
         """
         from seer.plugins import get_provider_class
         from seer.secrets import resolve_secrets
 
-        provider_cls = get_provider_class(self.provider_name)
-        problems = provider_cls.check_config(self)
+        name = self.provider_name
+        try:
+            provider_cls = get_provider_class(name)
+        except UnknownPluginError as exc:
+            from_env = not self.provider and os.environ.get("SEER_PROVIDER")
+            source = "$SEER_PROVIDER names a provider that is not installed: " if from_env else ""
+            problem = ConfigProblem("provider", f"{source}{exc}")
+            raise ConfigError([problem], title="Unknown provider") from None
+        problems = list(provider_cls.check_config(self))
+        try:
+            values = resolve_secrets(self.secrets, dotenv=dotenv)
+        except MissingSecretError as exc:
+            if not problems:
+                raise
+            problems += exc.problems
         if problems:
-            raise ConfigError(problems, title=f"Config not valid for provider {self.provider_name!r}")
-        return resolve_secrets(self.secrets, dotenv=dotenv)
-
-
-def _check_pair(i: int, local: str, remote: str, kind: str) -> tuple[str, str]:
-    path = Path(local).expanduser()
-    if kind == "file" and not path.is_file():
-        what = "is a directory (use local_dirs)" if path.is_dir() else "does not exist"
-        raise ValueError(f"[{i}] local file {local!r} {what}")
-    if kind == "dir" and not path.is_dir():
-        what = "is a file (use local_files)" if path.exists() else "does not exist"
-        raise ValueError(f"[{i}] local directory {local!r} {what}")
-    if not remote or not remote.strip():
-        raise ValueError(f"[{i}] the sandbox path for {local!r} is empty")
-    return (str(path.resolve()), remote)
+            raise ConfigError(problems, title=f"Config not valid for provider {name!r}")
+        return values
 
 
 class ExperimentConfig(SandboxConfig):

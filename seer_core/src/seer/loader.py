@@ -4,111 +4,177 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from seer.config import ExperimentConfig
+from seer.config import ExperimentConfig, format_loc
 from seer.errors import ConfigError, ConfigProblem
+
+#: Path of a value in the parsed document (as in pydantic locations) -> its 1-based line.
+_Lines = dict[tuple[Any, ...], int]
 
 
 def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
     """Read an experiment config (YAML or JSON: the ``SandboxConfig`` fields plus ``name``).
 
-    Relative local paths in the file (``local_files``, ``local_dirs``, local repos and models)
-    are taken from the file's directory. Errors name the file, line and field.
+    Relative local paths in the file are taken from the file's directory: the local side of
+    ``local_files`` / ``local_dirs``, and repos and models written as ``./dir`` or ``../dir``.
+    Every error is a :class:`~seer.errors.ConfigError` naming the file, the line and the field.
     """
     file = Path(path)
+    fname = str(file)
+
+    def fail(message: str, line: int | None = None, field: str = "") -> ConfigError:
+        return ConfigError([ConfigProblem(field, message, file=fname, line=line)], title="Invalid config")
+
+    if file.is_dir():
+        raise fail("is a directory, not a config file")
     if not file.is_file():
-        raise ConfigError([ConfigProblem("", "config file not found", file=str(file))])
-    text = file.read_text()
+        raise fail("config file not found")
     try:
-        if file.suffix == ".json":
-            data = json.loads(text)
-            lines: dict[tuple[Any, ...], int] = {}
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror or exc}") from None
+
+    is_json = file.suffix.lower() == ".json"
+    kind = "JSON" if is_json else "YAML"
+    try:
+        if is_json:
+            data = json.loads(text) if text.strip() else None
+            lines = _json_lines(text, fname)
         else:
-            data, lines = _yaml_with_lines(text)
+            data, lines = _yaml_with_lines(text, fname)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        line = line + 1 if line is not None else getattr(exc, "lineno", None)
-        raise ConfigError(
-            [
-                ConfigProblem(
-                    "",
-                    f"not valid {file.suffix.lstrip('.') or 'YAML'}: {getattr(exc, 'problem', None) or exc}",
-                    file=str(file),
-                    line=line,
-                )
-            ]
-        ) from None
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else getattr(exc, "lineno", None)
+        reason = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc)
+        context = getattr(exc, "context", None)
+        context_mark = getattr(exc, "context_mark", None)
+        if context and context_mark is not None and context_mark.line + 1 != line:
+            reason = f"{reason} ({context} that starts on line {context_mark.line + 1})"
+        elif context:
+            reason = f"{reason} ({context})"
+        raise fail(f"not valid {kind}: {reason}", line) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(
-            [ConfigProblem("", "the top level must be a mapping of fields", file=str(file), line=1)]
+        raise fail(
+            f"the top level must be a mapping of fields (gpu: ..., models: ...), not a {_kind_of(data)}",
+            lines.get((), 1),
         )
-    data = _rebase_paths(data, file.parent)
+    data = _rebase_paths(data, file.parent.resolve())
     try:
         return ExperimentConfig.model_validate(data)
     except ConfigError as exc:
         problems = [
-            ConfigProblem(p.field, p.message, file=str(file), line=_line_for(p.field, lines))
+            ConfigProblem(p.field, p.message, file=fname, line=_line_for(p.field, lines))
             for p in exc.problems
         ]
-        raise ConfigError(problems, title=f"Invalid config {file}") from None
+        raise ConfigError(problems, title="Invalid config") from None
+
+
+def _kind_of(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
 
 
 def _rebase_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
-    def rebase(value: Any) -> Any:
+    """Resolve relative local paths against the config file's directory."""
+
+    def rebase_dotted(value: Any) -> Any:
+        # Repos and models: only ./ and ../ mark a local path (``org/name`` is a hub id).
         if isinstance(value, str) and value.startswith(("./", "../")):
+            return str((base / value).resolve())
+        return value
+
+    def rebase_local(value: Any) -> Any:
+        # local_files / local_dirs: the local side is always a path.
+        relative = isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute()
+        if relative:
             return str((base / value).resolve())
         return value
 
     data = dict(data)
     for key in ("local_files", "local_dirs"):
         if isinstance(data.get(key), list):
-            data[key] = [
-                [rebase(item[0]), *item[1:]]
-                if isinstance(item, list | tuple) and item
-                else {**item, "local": rebase(item.get("local"))}
-                if isinstance(item, dict)
-                else item
-                for item in data[key]
-            ]
+            items = []
+            for item in data[key]:
+                if isinstance(item, list | tuple) and item:
+                    item = [rebase_local(item[0]), *item[1:]]
+                elif isinstance(item, dict) and "local" in item:
+                    item = {**item, "local": rebase_local(item["local"])}
+                items.append(item)
+            data[key] = items
     for key, field in (("repos", "url"), ("models", "name")):
         if isinstance(data.get(key), list):
             data[key] = [
-                {**item, field: rebase(item.get(field))} if isinstance(item, dict) else rebase(item)
+                {**item, field: rebase_dotted(item[field])}
+                if isinstance(item, dict) and field in item
+                else rebase_dotted(item)
                 for item in data[key]
             ]
     return data
 
 
-def _yaml_with_lines(text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """Parse YAML, and map each value's path (as in pydantic locations) to its 1-based line."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    lines: dict[tuple[Any, ...], int] = {}
+def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
+    """Map each value's path to its line; a key given twice is an error (in ``file``)."""
+    lines: _Lines = {}
 
     def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
-        lines[path] = n.start_mark.line + 1
+        lines.setdefault(path, n.start_mark.line + 1)
         if isinstance(n, yaml.MappingNode):
+            seen: dict[Any, int] = {}
             for k, v in n.value:
+                if not isinstance(k, yaml.ScalarNode):
+                    continue  # a complex key: pydantic will reject it anyway
+                key_line = k.start_mark.line + 1
+                if k.value in seen:
+                    raise ConfigError(
+                        [
+                            ConfigProblem(
+                                format_loc((*path, k.value)),
+                                f"given twice (also on line {seen[k.value]}); keep one",
+                                file=file,
+                                line=key_line,
+                            )
+                        ],
+                        title="Invalid config",
+                    )
+                seen[k.value] = key_line
                 key_path = (*path, k.value)
-                walk(v, key_path)
-                lines[key_path] = k.start_mark.line + 1
+                lines[key_path] = key_line
+                walk(v, key_path)  # keeps the key's line for key_path, not the value's
         elif isinstance(n, yaml.SequenceNode):
             for i, item in enumerate(n.value):
                 walk(item, (*path, i))
 
     if node is not None:
         walk(node, ())
+    return lines
+
+
+def _yaml_with_lines(text: str, file: str) -> tuple[Any, _Lines]:
+    """Parse YAML, and map each value's path (as in pydantic locations) to its 1-based line."""
+    lines = _walk_lines(yaml.compose(text, Loader=yaml.SafeLoader), file)
     return yaml.safe_load(text), lines
 
 
-def _line_for(field: str, lines: dict[tuple[Any, ...], int]) -> int | None:
-    import re
+def _json_lines(text: str, file: str) -> _Lines:
+    """Lines of a JSON document's values (JSON is YAML, near enough); empty if that fails."""
+    try:
+        return _walk_lines(yaml.compose(text, Loader=yaml.SafeLoader), file)
+    except yaml.YAMLError:
+        return {}
 
+
+def _line_for(field: str, lines: _Lines) -> int | None:
+    """The line of ``field`` (``models[1].base_model``), or of its nearest enclosing value."""
     parts: list[Any] = []
     for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
         parts.append(int(index) if index else name)

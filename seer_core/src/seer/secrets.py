@@ -1,5 +1,8 @@
 """Secrets are passed by name: their values come from the local environment or a ``.env`` file,
-and seer never prints, logs or writes them anywhere the agent can read."""
+and seer never prints, logs or writes them anywhere the agent can read.
+
+Errors about secrets name the secret and where it was looked for, never a value.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +13,41 @@ from pathlib import Path
 from seer.errors import ConfigProblem, MissingSecretError
 
 
+def _unquote(value: str) -> str:
+    """A ``.env`` value without its quotes, or (unquoted) without a trailing `` # comment``."""
+    if value[:1] in ("'", '"'):
+        quote = value[0]
+        end = value.find(quote, 1)
+        if end != -1:  # a closing quote: drop it and anything after (a comment)
+            inner = value[1:end]
+            if quote == '"':
+                inner = inner.replace("\\n", "\n").replace('\\"', '"')
+            return inner
+    if " #" in value:
+        value = value.split(" #", 1)[0]
+    return value.rstrip()
+
+
 def read_dotenv(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Parse a ``.env`` file: ``NAME=value`` lines, ``export`` prefix, quotes, ``#`` comments."""
+    """Parse a ``.env`` file: ``NAME=value`` lines, ``export`` prefix, quotes, ``#`` comments.
+
+    A missing file reads as empty; lines that are not assignments are skipped.
+    """
     values: dict[str, str] = {}
     p = Path(path)
     if not p.is_file():
         return values
-    for raw in p.read_text().splitlines():
+    for raw in p.read_text(errors="replace").splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        name, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[name.strip()] = value
+        if line.startswith("export ") or line.startswith("export\t"):
+            line = line[len("export") :].lstrip()
+        name, _, value = line.partition("=")
+        name = name.strip()
+        if not name:
+            continue
+        values[name] = _unquote(value.strip())
     return values
 
 
@@ -35,7 +56,8 @@ def resolve_secrets(
 ) -> dict[str, str]:
     """The values of ``names``: the environment wins over the ``.env`` file.
 
-    Raises :class:`MissingSecretError` naming every secret that is set nowhere.
+    Raises :class:`MissingSecretError` naming every secret that is set nowhere (by name, with
+    the field ``secrets[i]``; no value is ever part of the message).
     """
     if not names:
         return {}
@@ -49,9 +71,17 @@ def resolve_secrets(
         else:
             out[name] = value
     if missing:
-        where = f"the environment or {dotenv}" if dotenv else "the environment"
+        env_file = Path(dotenv).absolute() if dotenv else None
+        where = f"the environment or {env_file}" if env_file else "the environment"
         raise MissingSecretError(
-            [ConfigProblem(f"secrets[{i}]", f"secret {n!r} is not set in {where}") for i, n in missing],
+            [
+                ConfigProblem(
+                    f"secrets[{i}]",
+                    f"secret {n!r} is not set in {where}; export {n}=..."
+                    + (f" or add a {n}=... line to {env_file.name}" if env_file else ""),
+                )
+                for i, n in missing
+            ],
             title="Missing secrets",
         )
     return out
