@@ -1,0 +1,23 @@
+"""Test kits for seer and for the authors of seer plugins.
+
+``from seer.testing import ProviderConformance`` gives the contract suite every provider package
+subclasses in its own tests (see :mod:`seer.testing.conformance`). It needs pytest, which seer
+does not depend on, so it is imported only when asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seer.testing.conformance import ProviderConformance
+
+__all__ = ["ProviderConformance"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ProviderConformance":
+        from seer.testing.conformance import ProviderConformance
+
+        return ProviderConformance
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
