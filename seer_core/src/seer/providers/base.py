@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from seer.errors import CapabilityError, ConfigProblem, ExecError
+from seer.errors import CapabilityError, ConfigProblem, ExecError, SandboxError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -257,6 +257,23 @@ class Machine(ABC):
     def log_path(self, name: str) -> str:
         """Where the log of the background process ``name`` lives in the machine."""
         return posixpath.join(self.workdir, ".seer", "logs", f"{name}.log")
+
+    def log_names(self) -> list[str]:
+        """The names :meth:`process_log` can read (``seer logs`` shows them all): one per
+        background process, plus any log the provider keeps of its own (setup, supervisor).
+
+        The default lists the ``*.log`` files next to :meth:`log_path` with one ``find`` over
+        exec, so it finds nothing once the machine is gone; a provider whose logs outlive the
+        machine overrides it to list them without exec.
+        """
+        log_dir = posixpath.dirname(self.log_path("_"))
+        try:
+            result = self.exec(["find", log_dir, "-maxdepth", "1", "-type", "f", "-name", "*.log"])
+        except SandboxError:
+            return []
+        if not result.ok:
+            return []
+        return sorted(posixpath.basename(p)[: -len(".log")] for p in result.stdout.splitlines() if p)
 
     # --- files ----------------------------------------------------------------------------
     @abstractmethod
