@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
@@ -169,11 +169,11 @@ def _load() -> _State:
         raise PluginError(f"a plugin implements a hook seer does not have: {exc}") from exc
 
     for plugin_name, plugin in state.plugins.items():
-        module = state.pm.get_plugin(plugin_name)
-        if module is None:
+        registered = state.pm.get_plugin(plugin_name)
+        if registered is None:
             continue
         plugin.hooks = sorted(
-            hc.name for hc in state.pm.get_hookcallers(module) or [] if hc.name.startswith("seer_")
+            hc.name for hc in state.pm.get_hookcallers(registered) or [] if hc.name.startswith("seer_")
         )
         _call_one(state, plugin_name, "seer_register_providers", state.providers)
         _call_one(state, plugin_name, "seer_register_expose_modes", state.expose_modes)
@@ -249,7 +249,7 @@ def _lookup(registry: dict[str, Registration], kind: str, name: str) -> type:
 
 def get_provider_class(name: str) -> type[Provider]:
     """The provider class registered as ``name``; the error lists what is installed."""
-    return _lookup(providers(), "provider", name)  # type: ignore[return-value]
+    return _lookup(providers(), "provider", name)
 
 
 def get_provider(name: str) -> Provider:
@@ -263,12 +263,12 @@ def get_provider(name: str) -> Provider:
 
 def get_expose_mode(name: str) -> type[ExposeMode]:
     """The expose mode class registered as ``name``."""
-    return _lookup(expose_modes(), "expose mode", name)  # type: ignore[return-value]
+    return _lookup(expose_modes(), "expose mode", name)
 
 
 def get_execution_mode(name: str) -> type[ExecutionModePlugin]:
     """The execution mode class registered as ``name``."""
-    return _lookup(execution_modes(), "execution mode", name)  # type: ignore[return-value]
+    return _lookup(execution_modes(), "execution mode", name)
 
 
 def known_gpu_types() -> set[str]:
@@ -277,7 +277,7 @@ def known_gpu_types() -> set[str]:
 
     names = set(GPU_CATALOGUE)
     for reg in providers().values():
-        names |= set(reg.cls.capabilities.gpu_types)
+        names |= set(cast("type[Provider]", reg.cls).capabilities.gpu_types)
     return names
 
 

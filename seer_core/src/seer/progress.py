@@ -7,6 +7,10 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 log = logging.getLogger("seer")
 
@@ -16,7 +20,7 @@ class Progress:
 
     def __init__(self, *, enabled: bool | None = None):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._status = None
+        self._status: Status | None = None
         if self.enabled:
             from rich.console import Console
 

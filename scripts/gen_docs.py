@@ -1,0 +1,166 @@
+"""Regenerate the parts of the docs that are facts about the code, from the code itself.
+
+    python scripts/gen_docs.py           rewrite the generated blocks in docs/*.md
+    python scripts/gen_docs.py --check   exit 1 if any is out of date (nox -s docs, the tests)
+
+Each block sits between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->``;
+everything outside the markers is written by hand. Today: the config field tables, the GPU
+catalogue and execution modes (docs/config.md), and the environment variables the local provider
+passes through (docs/providers.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def type_name(tp: Any) -> str:
+    """A readable type: ``list[ModelConfig]``, ``str | None``, ``dict[str, str]``."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        # No "|": a pipe inside a table cell splits the cell on some renderers, code span or not.
+        return f"Union[{', '.join(type_name(a) for a in args)}]"
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        return f"{name}[{', '.join(type_name(a) for a in args)}]" if args else name
+    if tp is type(None):
+        return "None"
+    if tp is typing.Any:
+        return "Any"
+    return getattr(tp, "__name__", str(tp))
+
+
+def constraints(field: Any) -> str:
+    parts = []
+    for meta in field.metadata:
+        for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if isinstance(meta, getattr(annotated_types, attr.capitalize())):
+                parts.append(f"{symbol} {getattr(meta, attr)}")
+    return ", ".join(parts)
+
+
+def default_text(field: Any) -> str:
+    if field.default_factory is not None:
+        value = field.default_factory()
+    elif field.default is PydanticUndefined:
+        return "*required*"
+    else:
+        value = field.default
+    if isinstance(value, enum.Enum):
+        value = value.value
+    return f"`{value!r}`"
+
+
+def field_table(model: type[BaseModel], only: list[str] | None = None) -> str:
+    rows = ["| field | type | default | what it is |", "|---|---|---|---|"]
+    for name, field in model.model_fields.items():
+        if only is not None and name not in only:
+            continue
+        annotation = field.annotation
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            kind = " or ".join(f"`{type_name(a)}`" for a in typing.get_args(annotation))
+        else:
+            kind = f"`{type_name(annotation)}`"
+        limits = constraints(field)
+        if limits:
+            kind += f" ({limits})"
+        description = (field.description or "").replace("|", "\\|")
+        rows.append(f"| `{name}` | {kind} | {default_text(field)} | {description} |")
+    return "\n".join(rows)
+
+
+def blocks() -> dict[str, dict[str, str]]:
+    """``{doc file name: {block name: markdown}}``."""
+    from seer.config import (
+        GPU_CATALOGUE,
+        ExecutionMode,
+        ExperimentConfig,
+        ModelConfig,
+        RepoConfig,
+        SandboxConfig,
+    )
+
+    extra = [n for n in ExperimentConfig.model_fields if n not in SandboxConfig.model_fields]
+    gpus = ["| name | what it is |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in GPU_CATALOGUE.items()]
+    modes = ["| value | what it is |", "|---|---|"] + [
+        f"| `{m.value}` | {_member_doc(ExecutionMode, m.name)} |" for m in ExecutionMode
+    ]
+    from seer.providers.local import PASSTHROUGH
+
+    passthrough = ", ".join(f"`{name}`" for name in PASSTHROUGH)
+    return {
+        "config.md": {
+            "sandbox-config": field_table(SandboxConfig),
+            "experiment-config": field_table(ExperimentConfig, only=extra),
+            "model-config": field_table(ModelConfig),
+            "repo-config": field_table(RepoConfig),
+            "gpu-catalogue": "\n".join(gpus),
+            "execution-modes": "\n".join(modes),
+        },
+        "providers.md": {"local-passthrough": passthrough},
+    }
+
+
+def _member_doc(enum_cls: type[enum.Enum], name: str) -> str:
+    """The ``#:`` or trailing ``#:`` comment of an enum member, read from its source."""
+    import inspect
+
+    source = inspect.getsource(enum_cls)
+    match = re.search(rf"^\s*{name}\s*=.*?#:\s*(.+)$", source, re.MULTILINE)
+    return match.group(1).strip() if match else ""
+
+
+def render(doc: Path, text: str, generated: dict[str, str]) -> str:
+    for name, body in generated.items():
+        pattern = re.compile(
+            rf"(<!-- BEGIN GENERATED: {re.escape(name)} -->\n).*?(<!-- END GENERATED: {re.escape(name)} -->)",
+            re.DOTALL,
+        )
+        if not pattern.search(text):
+            raise SystemExit(f"{doc}: no generated block {name!r} (add its BEGIN/END markers)")
+        text = pattern.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if a generated block is out of date")
+    args = parser.parse_args(argv)
+    stale = []
+    for name, generated in blocks().items():
+        doc = DOCS / name
+        current = doc.read_text()
+        fresh = render(doc, current, generated)
+        if fresh == current:
+            continue
+        stale.append(doc)
+        if not args.check:
+            doc.write_text(fresh)
+            print(f"updated {doc}")
+    if args.check and stale:
+        names = ", ".join(str(d) for d in stale)
+        print(f"out of date with the code: {names}; run: python scripts/gen_docs.py", file=sys.stderr)
+        return 1
+    if not stale:
+        print("generated docs are up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

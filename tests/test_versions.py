@@ -1,0 +1,130 @@
+"""Versions move in lockstep: every released workspace member has the root's version, and every
+pin of one member on another (``seer-core==X`` in the meta-package's dependencies and extras,
+``seer-core==X`` in a provider's) names that same version.
+
+Test distributions under ``tests/`` (e.g. ``tests/plugins/seer-toy-provider``) are workspace
+members too, but are never released, so they are not held to the release version.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+
+
+ROOT_PROJECT = _load(ROOT / "pyproject.toml")
+VERSION: str = ROOT_PROJECT["project"]["version"]
+
+
+def _member_dirs(include_test_distributions: bool = False) -> list[Path]:
+    """The workspace members' directories, from the root's ``tool.uv.workspace.members`` globs."""
+    dirs: list[Path] = []
+    for pattern in ROOT_PROJECT["tool"]["uv"]["workspace"]["members"]:
+        if not include_test_distributions and pattern.split("/", 1)[0] == "tests":
+            continue
+        dirs += sorted(p.parent for p in ROOT.glob(f"{pattern}/pyproject.toml"))
+    return dirs
+
+
+MEMBERS = _member_dirs()
+MEMBER_PROJECTS = {d: _load(d / "pyproject.toml")["project"] for d in MEMBERS}
+#: distribution name -> its directory, for the root and every released member
+INTERNAL = {canonicalize_name(p["name"]): d for d, p in MEMBER_PROJECTS.items()} | {
+    canonicalize_name(ROOT_PROJECT["project"]["name"]): ROOT
+}
+#: names the meta-package's extras promise (some members arrive in later releases)
+PROMISED = {
+    canonicalize_name(Requirement(r).name)
+    for reqs in ROOT_PROJECT["project"].get("optional-dependencies", {}).values()
+    for r in reqs
+}
+
+
+def _all_requirements(project: dict[str, Any]) -> list[tuple[str, Requirement]]:
+    out = [("dependencies", Requirement(r)) for r in project.get("dependencies", [])]
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        out += [(f"optional-dependencies.{extra}", Requirement(r)) for r in reqs]
+    return out
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path != ROOT else "."
+
+
+def test_the_workspace_has_core() -> None:
+    assert ROOT / "seer_core" in MEMBERS
+
+
+def test_the_root_version_is_a_release_version() -> None:
+    from packaging.version import Version
+
+    version = Version(VERSION)
+    assert str(version) == VERSION, f"write the root version normalised: {version}"
+    assert not version.local, "a release version has no local part"
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=_rel)
+def test_member_version_matches_the_root(member: Path) -> None:
+    project = MEMBER_PROJECTS[member]
+    assert "version" in project, f"{_rel(member)}/pyproject.toml: set a static version = {VERSION!r}"
+    assert project["version"] == VERSION, (
+        f"{_rel(member)}/pyproject.toml has version {project['version']!r}, the root has {VERSION!r}: "
+        "versions move in lockstep"
+    )
+
+
+@pytest.mark.parametrize("member", [ROOT, *MEMBERS], ids=_rel)
+def test_internal_pins_use_the_release_version(member: Path) -> None:
+    project = ROOT_PROJECT["project"] if member == ROOT else MEMBER_PROJECTS[member]
+    internal = set(INTERNAL) | PROMISED
+    for where, req in _all_requirements(project):
+        if canonicalize_name(req.name) not in internal:
+            continue
+        specs = list(req.specifier)
+        assert len(specs) == 1 and specs[0].operator == "==" and specs[0].version == VERSION, (
+            f"{_rel(member)}/pyproject.toml [{where}] {req}: pin internal distributions with "
+            f"=={VERSION} (versions move in lockstep)"
+        )
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=_rel)
+def test_members_depend_on_core_never_on_the_meta_package(member: Path) -> None:
+    # An unrelated project holds the name `seer` on the public index: only the workspace may
+    # resolve it, so no member may depend on it.
+    project = MEMBER_PROJECTS[member]
+    for where, req in _all_requirements(project):
+        assert canonicalize_name(req.name) != "seer", (
+            f"{_rel(member)}/pyproject.toml [{where}] depends on `seer`; depend on `seer-core`"
+        )
+
+
+def test_meta_package_extras_name_members_or_promised_members() -> None:
+    extras = ROOT_PROJECT["project"]["optional-dependencies"]
+    for extra, reqs in extras.items():
+        for raw in reqs:
+            name = canonicalize_name(Requirement(raw).name)
+            assert name.startswith("seer-"), f"extra {extra!r} pulls {raw!r}, which is not a seer member"
+
+
+def test_the_installed_core_is_this_version() -> None:
+    try:
+        installed = metadata.version("seer-core")
+    except metadata.PackageNotFoundError:
+        pytest.skip("seer-core is not installed")
+    assert installed == VERSION, (
+        f"the installed seer-core is {installed}, the source says {VERSION}: reinstall "
+        "(uv pip install -e seer_core -e .)"
+    )
