@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,27 @@ def test_snapshot_on_terminate_and_restore(sandboxes):
     finally:
         restored.terminate()
         LocalProvider().delete_snapshot(snap)
+
+
+def test_core_env_reaches_every_command_and_survives_attach(sandboxes):
+    sb = sandboxes(SandboxConfig(env={"FROM_CONFIG": "c"}, timeout=300))
+    sb._add_env({"MODEL_ORG_TINY_PATH": "/models/tiny"})
+    assert sb.exec("echo $FROM_CONFIG $MODEL_ORG_TINY_PATH").stdout == "c /models/tiny\n"
+    assert sb.exec_python("import os; print(os.environ['MODEL_ORG_TINY_PATH'])").stdout == "/models/tiny\n"
+    again = Sandbox.attach(sb.sandbox_id)
+    again.start_process("echo $MODEL_ORG_TINY_PATH > seen.txt", name="echoer")
+    deadline = time.monotonic() + 10
+    while again.machine.process_running("echoer") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert again.read_file("seen.txt") == "/models/tiny\n"
+
+
+def test_mode_requirements_join_python_packages_unless_named():
+    from seer.sandbox import _with_required
+
+    assert _with_required(["numpy", "ipykernel>=6"], ["ipykernel", "jupyter_server>=2"]) == [
+        "numpy",
+        "ipykernel>=6",
+        "jupyter_server>=2",
+    ]
+    assert _with_required(["./local/pkg"], ["Jupyter-Server"]) == ["./local/pkg", "Jupyter-Server"]

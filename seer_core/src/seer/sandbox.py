@@ -39,6 +39,7 @@ from seer.providers.base import (
     MachineSpec,
     MachineStatus,
     OutputCallback,
+    ProcessInfo,
     Provider,
     Snapshot,
 )
@@ -72,6 +73,8 @@ class Sandbox:
         self._name: str | None = None
         self._repos: list[RepoHandle] = []
         self._services: dict[str, Any] = {}
+        #: variables core sets for everything run in the sandbox after provisioning (model paths, ...)
+        self._env: dict[str, str] = {}
         self._progress = progress
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -89,6 +92,7 @@ class Sandbox:
         config = self.config
         secret_values = config.preflight()
         provider = plugins.get_provider(self._provider_name)
+        mode_cls = plugins.get_execution_mode(config.execution_mode.value)
         self._name = name or getattr(config, "name", None) or "sandbox"
         progress = self._progress or Progress()
         spec = MachineSpec(
@@ -96,7 +100,7 @@ class Sandbox:
             timeout=config.timeout,
             gpu=config.gpu,
             gpu_count=config.gpu_count,
-            python_packages=list(config.python_packages),
+            python_packages=_with_required(config.python_packages, mode_cls.required_packages),
             system_packages=list(config.system_packages),
             env=dict(config.env),
             secrets=secret_values,
@@ -125,7 +129,6 @@ class Sandbox:
                 with progress.step(f"Cloning {repo.url}"):
                     self._repos.append(self._clone(repo))
             step = "execution mode"
-            mode_cls = plugins.get_execution_mode(config.execution_mode.value)
             with progress.step(f"Preparing {mode_cls.name} mode"):
                 mode_cls().prepare(self)
             step = "record"
@@ -186,6 +189,7 @@ class Sandbox:
             sandbox._name = record["name"]
             sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
             sandbox._services = record.get("services", {})
+            sandbox._env = record.get("env", {})
             sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
             return sandbox
         for name, reg in plugins.providers().items():
@@ -230,8 +234,21 @@ class Sandbox:
                 ),
                 "repos": [asdict(r) for r in self._repos],
                 "services": self._services,
+                "env": self._env,
             },
         )
+
+    def _set_service(self, key: str, value: Any) -> None:
+        """Record something a step or mode started (a URL, model handles, ...); it survives attach."""
+        self._services[key] = value
+        if (_records() / f"{self.machine.id}.json").is_file():
+            self._save_record()
+
+    def _add_env(self, env: Mapping[str, str]) -> None:
+        """Set variables for everything run in the sandbox from now on (and after attach)."""
+        self._env.update(env)
+        if (_records() / f"{self.machine.id}.json").is_file():
+            self._save_record()
 
     # --- properties -----------------------------------------------------------------------
     @property
@@ -299,15 +316,35 @@ class Sandbox:
         ``str(result)`` is its output; ``result.exit_code``, ``.stdout`` and ``.stderr`` are
         there too. ``check=True`` raises :class:`~seer.errors.ExecError` on a non-zero exit.
         """
-        result = self.machine.exec(cmd, timeout=timeout, env=env, cwd=cwd, on_output=on_output)
+        result = self.machine.exec(
+            cmd, timeout=timeout, env={**self._env, **(env or {})}, cwd=cwd, on_output=on_output
+        )
         return result.check() if check else result
 
     def exec_python(
         self, code: str, timeout: float | None = None, *, check: bool = False, cwd: str | None = None
     ) -> ExecResult:
         """Run Python source with the sandbox's interpreter (fed on stdin, so any size works)."""
-        result = self.machine.exec([self.machine.python, "-"], timeout=timeout, stdin=code.encode(), cwd=cwd)
+        result = self.machine.exec(
+            [self.machine.python, "-"], timeout=timeout, stdin=code.encode(), cwd=cwd, env=self._env
+        )
         return result.check() if check else result
+
+    def start_process(
+        self,
+        command: str | list[str],
+        *,
+        name: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ProcessInfo:
+        """Start a background process in the sandbox (it outlives this client); its output goes
+        to a log (:meth:`process_log`)."""
+        return self.machine.start_process(command, name=name, env={**self._env, **(env or {})}, cwd=cwd)
+
+    def process_log(self, name: str, *, lines: int | None = None) -> str:
+        """The last ``lines`` of a background process's log."""
+        return self.machine.process_log(name, lines=lines)
 
     # --- files ----------------------------------------------------------------------------
     def write_file(self, path: str, content: str | bytes) -> None:
@@ -386,6 +423,20 @@ class Sandbox:
     def __repr__(self) -> str:
         state = f"{self._machine.id}" if self._machine else "not started"
         return f"<Sandbox {state} on {self._provider_name}>"
+
+
+def _with_required(packages: list[str], required: list[str]) -> list[str]:
+    """``packages`` plus each of ``required`` whose project it does not already name."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    named = set()
+    for raw in packages:
+        try:
+            named.add(canonicalize_name(Requirement(raw).name))
+        except InvalidRequirement:
+            continue
+    return [*packages, *(r for r in required if canonicalize_name(Requirement(r).name) not in named)]
 
 
 def _git(args: list[str]) -> None:

@@ -21,6 +21,8 @@ class ExecutionModePlugin(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    #: requirements this mode needs in the sandbox, added to ``python_packages`` unless named there
+    required_packages: ClassVar[list[str]] = []
 
     def prepare(self, sandbox: Sandbox) -> None:
         """Called at the end of ``Sandbox.start()``: start what this mode needs in the sandbox.
