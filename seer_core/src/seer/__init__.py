@@ -23,6 +23,7 @@ from seer.hookspecs import hookimpl
 from seer.loader import load_config
 from seer.providers.base import ExecResult, Snapshot
 from seer.sandbox import RepoHandle, Sandbox
+from seer.workspace import Library, Skill, Workspace
 
 try:
     __version__ = metadata.version("seer-core")
@@ -36,6 +37,7 @@ __all__ = [
     "ExecTimeoutError",
     "ExecutionMode",
     "ExperimentConfig",
+    "Library",
     "ModelConfig",
     "RepoConfig",
     "RepoHandle",
@@ -44,7 +46,9 @@ __all__ = [
     "SandboxError",
     "SandboxStartError",
     "SeerError",
+    "Skill",
     "Snapshot",
+    "Workspace",
     "__version__",
     "hookimpl",
     "load_config",
