@@ -1,8 +1,8 @@
 """``Sandbox``: a machine on some provider, bootstrapped from a :class:`SandboxConfig`.
 
 ``start()`` checks everything it can first (config, provider, secrets), then provisions the
-machine and runs core bootstrap in it, one named step at a time: packages, files, repos, the
-execution mode. If a step fails, what was made is torn down and one
+machine and runs core bootstrap in it, one named step at a time: packages, files, repos, models,
+the execution mode. If a step fails, what was made is torn down and one
 :class:`~seer.errors.SandboxStartError` says which step failed and why.
 
 A started sandbox outlives the script that started it (until ``terminate()`` or its ``timeout``);
@@ -32,6 +32,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.models import ModelHandle, prepare_models
 from seer.progress import Progress
 from seer.providers.base import (
     ExecResult,
@@ -100,7 +101,11 @@ class Sandbox:
             timeout=config.timeout,
             gpu=config.gpu,
             gpu_count=config.gpu_count,
-            python_packages=_with_required(config.python_packages, mode_cls.required_packages),
+            python_packages=_with_required(
+                config.python_packages,
+                # The model fetcher runs in the sandbox and needs huggingface_hub there.
+                [*mode_cls.required_packages, *(["huggingface_hub>=1"] if config.models else [])],
+            ),
             system_packages=list(config.system_packages),
             env=dict(config.env),
             secrets=secret_values,
@@ -128,6 +133,10 @@ class Sandbox:
             for repo in config.repos:
                 with progress.step(f"Cloning {repo.url}"):
                     self._repos.append(self._clone(repo))
+            step = "models"
+            if config.models:
+                with progress.step(f"Fetching {len(config.models)} model(s)"):
+                    prepare_models(self, progress)
             step = "execution mode"
             with progress.step(f"Preparing {mode_cls.name} mode"):
                 mode_cls().prepare(self)
@@ -286,9 +295,9 @@ class Sandbox:
         return list(self._repos)
 
     @property
-    def model_handles(self) -> list[Any]:
-        """Models prepared in the sandbox (none until models are configured and fetched)."""
-        return list(self._services.get("models", []))
+    def model_handles(self) -> list[ModelHandle]:
+        """The models fetched into the sandbox (empty when none are configured)."""
+        return [ModelHandle.from_dict(d) for d in self._services.get("models", [])]
 
     @property
     def jupyter_url(self) -> str | None:

@@ -315,6 +315,15 @@ class Machine(ABC):
         """An absolute path in the machine: relative paths are taken from :attr:`workdir`."""
         return path if posixpath.isabs(path) else posixpath.normpath(posixpath.join(self.workdir, path))
 
+    def model_cache_dir(self) -> str:
+        """The Hugging Face hub cache models are fetched into, as an absolute path in the machine.
+
+        Core runs the model fetcher with ``HF_HUB_CACHE`` set to it and sets it for everything run
+        in the sandbox afterwards. The default is ``<workdir>/.cache/huggingface/hub``; a provider
+        overrides it to point at a cache that outlives the machine (a volume, the host's cache).
+        """
+        return posixpath.join(self.workdir, ".cache", "huggingface", "hub")
+
     # --- network and state ----------------------------------------------------------------
     @abstractmethod
     def expose_port(self, port: int) -> str:

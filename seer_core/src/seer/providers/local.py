@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -144,6 +145,27 @@ def _system_package_installed(name: str) -> bool:
         out = subprocess.run([dpkg, "-W", "-f=${Status}", pkg], capture_output=True, text=True)
         return out.returncode == 0 and "install ok installed" in out.stdout
     return shutil.which(pkg) is not None
+
+
+def hf_hub_cache(env: Mapping[str, str]) -> str:
+    """The hub cache huggingface_hub would use in a process with environment ``env``.
+
+    ``HF_HUB_CACHE``, else ``HUGGINGFACE_HUB_CACHE`` (legacy), else ``HF_HOME/hub``, else
+    ``XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub``, with ``~`` and
+    ``$VARS`` expanded as huggingface_hub does, but from ``env`` (and without importing it).
+    """
+
+    def expand(path: str) -> str:
+        home = env.get("HOME") or str(Path.home())
+        if path == "~" or path.startswith("~/"):
+            path = home + path[1:]
+        return re.sub(r"\$(\w+)|\$\{(\w+)\}", lambda m: env.get(m[1] or m[2], m[0]), path)
+
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name):
+            return os.path.abspath(expand(env[name]))
+    hf_home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.abspath(os.path.join(expand(hf_home), "hub"))
 
 
 class _Sandbox:
@@ -423,6 +445,10 @@ class LocalMachine(Machine):
     def get_dir(self, remote_dir: str, local_dir: str | Path) -> None:
         self._check_running()
         shutil.copytree(self.resolve(remote_dir), local_dir, dirs_exist_ok=True, symlinks=True)
+
+    def model_cache_dir(self) -> str:
+        # The machine's own Hugging Face cache, shared by every local sandbox and the user.
+        return hf_hub_cache(self._env)
 
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:

@@ -1,0 +1,352 @@
+"""Models in a sandbox: fetched once into the machine's cache, then found by name, env var or manifest.
+
+:func:`prepare_models` is the ``models`` step of ``Sandbox.start()``. It runs the in-sandbox
+fetcher (:mod:`seer.runtime.fetch`) with ``HF_HUB_CACHE`` set to the provider's
+:meth:`~seer.providers.base.Machine.model_cache_dir`, then makes the models findable:
+
+* the manifest ``<workdir>/.seer/models.json`` (its path in ``$SEER_MODELS_MANIFEST``), which the
+  notebook kernel and :mod:`seer.runtime.models` read; its format is fixed (see docs/models.md)::
+
+      {"models": [{"var_name": "model", "name": "org/x", "display_name": "org/x",
+                   "path": "/abs/dir", "revision": "main", "commit": "<sha>", "hidden": false,
+                   "is_peft": false, "base_path": null, "env_var": "MODEL_ORG_X_PATH",
+                   "name_sha256": null}]}
+
+* ``MODEL_<ID>_PATH`` for every model that is not hidden (``google/gemma-2-9b`` ->
+  ``MODEL_GOOGLE_GEMMA_2_9B_PATH``), and ``HF_HUB_CACHE``, for everything run in the sandbox;
+* a symlink ``<workdir>/.seer/models/<org>_<name>`` to each model that is not hidden;
+* :class:`ModelHandle` objects, recorded with the sandbox (``Sandbox.model_handles``).
+
+A hidden model's name appears in none of these: its manifest entry has ``name: null``,
+``display_name: "hidden model"``, no env var, no commit, and only ``name_sha256`` (the sha256 of
+``"seer-hidden:" + name``) lets ``get_model_path(name)`` find it. Its files live in an anonymised
+directory (see :mod:`seer.runtime.fetch`). The client-side handle keeps the name, but its
+``repr`` does not show it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+import shlex
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from seer.errors import ConfigProblem, ModelFetchError, SandboxError
+
+if TYPE_CHECKING:
+    from seer.config import ModelConfig
+    from seer.progress import Progress
+    from seer.sandbox import Sandbox
+
+__all__ = [
+    "HIDDEN_DISPLAY_NAME",
+    "MANIFEST_ENV",
+    "ModelHandle",
+    "hidden_name_sha256",
+    "manifest_path",
+    "prepare_models",
+]
+
+log = logging.getLogger("seer")
+
+#: The environment variable holding the manifest's absolute path in the sandbox.
+MANIFEST_ENV = "SEER_MODELS_MANIFEST"
+#: What a hidden model is called wherever the agent can look.
+HIDDEN_DISPLAY_NAME = "hidden model"
+
+
+def hidden_name_sha256(name: str) -> str:
+    """The manifest's ``name_sha256`` of a hidden model: sha256 of ``"seer-hidden:" + name``."""
+    return hashlib.sha256(("seer-hidden:" + name).encode()).hexdigest()
+
+
+def manifest_path(workdir: str) -> str:
+    """Where the manifest lives in a sandbox whose working directory is ``workdir``."""
+    return posixpath.join(workdir, ".seer", "models.json")
+
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """A model fetched into a sandbox.
+
+    ``path`` is the directory ``from_pretrained`` loads (for a PEFT adapter: the adapter's, with
+    the base model's in ``base_path``). ``commit`` is the resolved Hub commit (None for a local
+    directory). ``env_var`` names the ``MODEL_<ID>_PATH`` variable (None when hidden).
+    ``bytes_downloaded`` is what this start added to the machine's cache for the model and its
+    base (0 when everything was cached).
+    """
+
+    name: str
+    var_name: str
+    revision: str
+    commit: str | None
+    path: str
+    hidden: bool = False
+    is_peft: bool = False
+    base_model: str | None = None
+    base_path: str | None = None
+    base_commit: str | None = None
+    env_var: str | None = None
+    bytes_downloaded: int = 0
+
+    @property
+    def display_name(self) -> str:
+        """The name the agent may see: the repo id, or ``"hidden model"``."""
+        return HIDDEN_DISPLAY_NAME if self.hidden else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelHandle:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def manifest_entry(self) -> dict[str, Any]:
+        """This model's entry in the sandbox's manifest (nothing in it names a hidden model)."""
+        return {
+            "var_name": self.var_name,
+            "name": None if self.hidden else self.name,
+            "display_name": self.display_name,
+            "path": self.path,
+            "revision": self.revision,
+            "commit": None if self.hidden else self.commit,
+            "hidden": self.hidden,
+            "is_peft": self.is_peft,
+            "base_path": self.base_path,
+            "env_var": None if self.hidden else self.env_var,
+            "name_sha256": hidden_name_sha256(self.name) if self.hidden else None,
+        }
+
+    def __repr__(self) -> str:
+        if self.hidden:
+            kind = ", peft" if self.is_peft else ""
+            return f"ModelHandle(var_name={self.var_name!r}, hidden model{kind}, path={self.path!r})"
+        base = f", base_model={self.base_model!r}" if self.is_peft else ""
+        commit = (self.commit or "local")[:12]
+        return (
+            f"ModelHandle(name={self.name!r}, var_name={self.var_name!r}, commit={commit!r}{base}, "
+            f"path={self.path!r})"
+        )
+
+
+# --- the "models" step -----------------------------------------------------------------------
+def _label(index: int, model: ModelConfig) -> str:
+    """How progress and errors name a model: never by a hidden model's name."""
+    return f"models[{index}] ({HIDDEN_DISPLAY_NAME})" if model.hidden else f"models[{index}] {model.name}"
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
+def _visible_local_dirs(sandbox: Sandbox, cache_dir: str) -> dict[str, str]:
+    """Local model directories, as paths in the machine: uploaded there when it cannot see them."""
+    out: dict[str, str] = {}
+    for m in sandbox.config.models:
+        for path in (m.name, m.base_model):
+            if not path or not path.startswith("/") or path in out:
+                continue
+            if sandbox.exec(["test", "-d", path]).ok:
+                out[path] = path
+                continue
+            digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+            dest = posixpath.join(posixpath.dirname(cache_dir.rstrip("/")), "seer-local", f"d-{digest}")
+            out[path] = sandbox.upload_dir(path, dest)
+    return out
+
+
+def _fetch_spec(sandbox: Sandbox, cache_dir: str, local_dirs: dict[str, str]) -> dict[str, Any]:
+    return {
+        "cache_dir": cache_dir,
+        "models": [
+            {
+                "name": local_dirs.get(m.name, m.name),
+                "revision": m.revision,
+                "hidden": m.hidden,
+                "base_model": local_dirs.get(m.base_model, m.base_model) if m.base_model else None,
+            }
+            for m in sandbox.config.models
+        ],
+    }
+
+
+def _run_fetcher(
+    sandbox: Sandbox, spec: dict[str, Any], cache_dir: str, progress: Progress
+) -> dict[str, Any]:
+    models = sandbox.config.models
+    pending = ""
+    result: dict[str, Any] | None = None
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal result
+        kind = event.get("event")
+        if kind == "result":
+            result = event
+            return
+        index = event.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(models):
+            return
+        label = _label(index, models[index])
+        if event.get("role") == "base_model":
+            label += " base model"
+        if kind == "start":
+            progress.update(f"{label}: fetching")
+        elif kind == "progress":
+            progress.update(f"{label}: {_human_bytes(int(event.get('bytes', 0)))} downloaded")
+        elif kind == "done":
+            text = f"{label}: ready ({_human_bytes(int(event.get('bytes', 0)))} downloaded)"
+            progress.update(text)
+            log.info(text)
+        elif kind == "error":
+            progress.update(f"{label}: failed ({event.get('kind')})")
+
+    def on_output(stream: str, text: str) -> None:
+        nonlocal pending
+        if stream != "stdout":
+            return
+        pending += text
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                on_event(event)
+
+    machine = sandbox.machine
+    res = machine.exec(
+        [machine.python, "-m", "seer.runtime.fetch"],
+        stdin=json.dumps(spec).encode(),
+        env={**sandbox._env, "HF_HUB_CACHE": cache_dir},
+        on_output=on_output,
+    )
+    if pending.strip():
+        on_output("stdout", "\n")
+    if result is None:
+        tail = (res.stderr or res.stdout).strip()[-2000:]
+        for m in models:
+            if m.hidden:
+                for name in filter(None, (m.name, m.base_model)):
+                    tail = tail.replace(name, HIDDEN_DISPLAY_NAME)
+        raise SandboxError(f"the model fetcher exited {res.exit_code} without a result:\n{tail}")
+    return result
+
+
+def _problems(result: dict[str, Any], models: list[ModelConfig]) -> list[ConfigProblem]:
+    problems = []
+    for item in result.get("models", []):
+        if item.get("ok"):
+            continue
+        i = item["index"]
+        m = models[i]
+        error = item.get("error") or {}
+        role = error.get("role", "model")
+        field = f"models[{i}].base_model" if role == "base_model" else f"models[{i}].name"
+        repo = m.base_model if role == "base_model" else m.name
+        what = f"hidden model (models[{i}])" if m.hidden else repr(repo)
+        if role == "base_model" and m.hidden:
+            what = f"the base model of the hidden model models[{i}]"
+        message = str(error.get("message", "could not be fetched"))
+        if m.hidden:  # the Hub's own messages could quote the name
+            for name in filter(None, (m.name, m.base_model)):
+                message = message.replace(name, HIDDEN_DISPLAY_NAME)
+        if role == "model" and error.get("kind") == "revision":
+            field = f"models[{i}].revision"
+        problems.append(ConfigProblem(field, f"{what}: {message}"))
+    if not problems and result.get("error"):
+        problems.append(ConfigProblem("models", str(result["error"])))
+    return problems
+
+
+def _stems(models: list[ModelConfig]) -> list[str]:
+    """The symlink name under ``.seer/models`` of each model: ``org_name`` (plus the var_name if
+    two models share a name)."""
+    stems = []
+    for m in models:
+        base = posixpath.basename(m.name) if m.name.startswith("/") else m.name.replace("/", "_")
+        stems.append(base)
+    return [s if stems.count(s) == 1 else f"{s}-{m.var_name}" for s, m in zip(stems, models, strict=True)]
+
+
+def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
+    """Fetch ``sandbox.config.models`` in the sandbox and make them findable there (the ``models``
+    step of ``Sandbox.start()``). Returns their handles.
+
+    Raises :class:`~seer.errors.ModelFetchError` (a :class:`~seer.errors.ConfigError`) naming
+    ``models[i]`` and the model id when a repo does not exist, is gated and no token with access
+    was given, the revision does not exist, or it is neither cached nor downloadable.
+    """
+    models = list(sandbox.config.models)
+    if not models:
+        return []
+    cache_dir = sandbox.machine.model_cache_dir()
+    local_dirs = _visible_local_dirs(sandbox, cache_dir)
+    spec = _fetch_spec(sandbox, cache_dir, local_dirs)
+    result = _run_fetcher(sandbox, spec, cache_dir, progress)
+    problems = _problems(result, models)
+    if problems:
+        raise ModelFetchError(problems)
+
+    by_index = {item["index"]: item for item in result["models"]}
+    handles: list[ModelHandle] = []
+    env: dict[str, str] = {}
+    for i, m in enumerate(models):
+        item = by_index[i]
+        fetched, base = item["model"], item.get("base")
+        env_var = None
+        if not m.hidden:
+            env_var = f"MODEL_{m.env_id}_PATH"
+            env.setdefault(env_var, fetched["path"])
+        handles.append(
+            ModelHandle(
+                name=m.name,
+                var_name=m.var_name,
+                revision=m.revision,
+                commit=fetched.get("commit"),
+                path=fetched["path"],
+                hidden=m.hidden,
+                is_peft=m.is_peft,
+                base_model=m.base_model,
+                base_path=base["path"] if base else None,
+                base_commit=base.get("commit") if base else None,
+                env_var=env_var,
+                bytes_downloaded=int(fetched.get("bytes_downloaded", 0))
+                + int(base.get("bytes_downloaded", 0) if base else 0),
+            )
+        )
+    # A PEFT adapter's (non-hidden) base model is findable too, unless a configured model has its id.
+    for h in handles:
+        if h.is_peft and not h.hidden and h.base_model and h.base_path:
+            base_id = _env_id(h.base_model)
+            env.setdefault(f"MODEL_{base_id}_PATH", h.base_path)
+
+    workdir = sandbox.workdir
+    manifest = manifest_path(workdir)
+    sandbox.write_file(manifest, json.dumps({"models": [h.manifest_entry() for h in handles]}, indent=2))
+    links_dir = posixpath.join(workdir, ".seer", "models")
+    script = [f"mkdir -p {shlex.quote(links_dir)}"]
+    for h, stem in zip(handles, _stems(models), strict=True):
+        if not h.hidden:
+            link = posixpath.join(links_dir, stem)
+            script.append(f"ln -sfn {shlex.quote(h.path)} {shlex.quote(link)}")
+    sandbox.exec(" && ".join(script), check=True)
+    sandbox._add_env({**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir})
+    sandbox._set_service("models", [h.to_dict() for h in handles])
+    return handles
+
+
+def _env_id(name: str) -> str:
+    """``ModelConfig.env_id`` for any id: ``google/gemma-2-9b`` -> ``GOOGLE_GEMMA_2_9B``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper()

@@ -1,0 +1,145 @@
+"""Find the sandbox's configured models from code running in it (runs inside the sandbox).
+
+Core writes a manifest of the fetched models (``$SEER_MODELS_MANIFEST``, by default
+``$SEER_WORKDIR/.seer/models.json``) and sets ``MODEL_<ID>_PATH`` for every model that is not
+hidden. These helpers read them::
+
+    from seer.runtime.models import get_model_path, list_configured_models
+
+    path = get_model_path("google/gemma-2-9b")     # also works for a hidden model's name
+    list_configured_models()                        # hidden ones show as "hidden model"
+
+``get_model_path`` and ``list_configured_models`` are what an interface file served over RPC
+finds injected. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MANIFEST_ENV",
+    "env_var_for",
+    "get_model_path",
+    "list_configured_models",
+    "load_manifest",
+    "manifest_entry",
+]
+
+MANIFEST_ENV = "SEER_MODELS_MANIFEST"
+HIDDEN_DISPLAY_NAME = "hidden model"
+
+
+def env_var_for(name: str) -> str:
+    """The variable holding a model's path: ``google/gemma-2-9b`` -> ``MODEL_GOOGLE_GEMMA_2_9B_PATH``."""
+    return "MODEL_" + re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper() + "_PATH"
+
+
+def _manifest_file(path: str | os.PathLike[str] | None) -> Path | None:
+    if path is not None:
+        return Path(path)
+    if os.environ.get(MANIFEST_ENV):
+        return Path(os.environ[MANIFEST_ENV])
+    if os.environ.get("SEER_WORKDIR"):
+        return Path(os.environ["SEER_WORKDIR"], ".seer", "models.json")
+    return None
+
+
+def load_manifest(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The manifest (``{"models": [...]}``); an empty one when the sandbox has no models."""
+    file = _manifest_file(path)
+    if file is None or not file.is_file():
+        return {"models": []}
+    with open(file) as fh:
+        data = json.load(fh)
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        raise ValueError(f"{file} is not a seer model manifest (expected {{'models': [...]}})")
+    return data
+
+
+def _name_sha256(name: str) -> str:
+    return hashlib.sha256(("seer-hidden:" + name).encode()).hexdigest()
+
+
+def manifest_entry(name: str, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest entry of the model ``name`` (a repo id, a hidden model's id, or a var_name).
+
+    Raises KeyError, listing the configured models, when there is none.
+    """
+    data = manifest if manifest is not None else load_manifest()
+    entries = data.get("models", [])
+    digest = _name_sha256(name)
+    for entry in entries:
+        if entry.get("name") == name or (entry.get("hidden") and entry.get("name_sha256") == digest):
+            return dict(entry)
+    for entry in entries:
+        if entry.get("var_name") == name:
+            return dict(entry)
+    raise KeyError(_unknown(name, entries))
+
+
+def _unknown(name: str, entries: list[dict[str, Any]]) -> str:
+    visible = [e["name"] for e in entries if not e.get("hidden") and e.get("name")]
+    hidden = sum(1 for e in entries if e.get("hidden"))
+    listing = ", ".join(repr(n) for n in visible) or "none"
+    extra = f" (and {hidden} hidden model{'s' if hidden != 1 else ''})" if hidden else ""
+    return f"no configured model named {name!r}; configured models: {listing}{extra}"
+
+
+def get_model_path(name: str) -> str:
+    """The directory ``from_pretrained`` loads for the configured model ``name``.
+
+    ``name`` is the id given in ``ModelConfig(name=...)`` (a hidden model's too), or its
+    ``var_name``. A PEFT adapter's path is the adapter's directory. A PEFT adapter's base model
+    is found by its id too (through its ``MODEL_<ID>_PATH`` variable). Raises KeyError listing the
+    configured models otherwise.
+    """
+    manifest = load_manifest()
+    try:
+        return str(manifest_entry(name, manifest)["path"])
+    except KeyError:
+        from_env = os.environ.get(env_var_for(name))
+        if from_env:
+            return from_env
+        raise
+
+
+def list_configured_models() -> list[dict[str, Any]]:
+    """The configured models: var_name, name, path, revision, commit, PEFT base path, env var.
+
+    A hidden model is listed as ``"hidden model"``, without its name, commit or revision.
+    """
+    out = []
+    for entry in load_manifest()["models"]:
+        if entry.get("hidden"):
+            out.append(
+                {
+                    "var_name": entry["var_name"],
+                    "display_name": HIDDEN_DISPLAY_NAME,
+                    "hidden": True,
+                    "path": entry["path"],
+                    "is_peft": entry.get("is_peft", False),
+                    "base_path": entry.get("base_path"),
+                }
+            )
+            continue
+        out.append(
+            {
+                "var_name": entry["var_name"],
+                "name": entry.get("name"),
+                "display_name": entry.get("display_name") or entry.get("name"),
+                "hidden": False,
+                "path": entry["path"],
+                "revision": entry.get("revision"),
+                "commit": entry.get("commit"),
+                "is_peft": entry.get("is_peft", False),
+                "base_path": entry.get("base_path"),
+                "env_var": entry.get("env_var"),
+            }
+        )
+    return out
