@@ -55,6 +55,15 @@ class MissingSecretError(ConfigError):
     """A secret named in ``SandboxConfig.secrets`` is not set locally (environment or ``.env``)."""
 
 
+class ModelFetchError(ConfigError):
+    """A configured model could not be fetched: the repo does not exist (or is misspelled), it is
+    gated and no token with access was given, the revision does not exist, or it is not cached and
+    the sandbox is offline. ``problems`` names each model by its field (``models[1].name``)."""
+
+    def __init__(self, problems: Sequence[ConfigProblem] | str, *, title: str = "Could not fetch models"):
+        super().__init__(problems, title=title)
+
+
 class PluginError(SeerError):
     """A plugin could not be loaded or registered."""
 
@@ -119,3 +128,35 @@ class ExecTimeoutError(SandboxError, TimeoutError):
 
 class CapabilityError(SandboxError):
     """The provider does not support what was asked (snapshots, GPUs, volumes, ...)."""
+
+
+class NotebookError(SeerError):
+    """A notebook session (its Jupyter server, kernel or a setup cell) failed."""
+
+
+class KernelDiedError(NotebookError):
+    """The session's kernel died (or was restarted) while a cell ran, or before it.
+
+    ``result`` holds what the cell produced before that. The kernel's state is gone:
+    ``session.restart()`` brings it back with the workspace and models set up again.
+    """
+
+    def __init__(self, message: str, *, result: object = None):
+        self.result = result
+        super().__init__(message)
+
+
+class CellTimeoutError(NotebookError, TimeoutError):
+    """A cell ran past its ``timeout``; it was interrupted. ``result`` holds its output so far."""
+
+    def __init__(self, message: str, *, result: object = None):
+        self.result = result
+        super().__init__(message)
+
+
+class CellExecutionError(NotebookError):
+    """A cell raised (from :meth:`CellResult.raise_for_error`, or a setup cell that failed)."""
+
+    def __init__(self, message: str, *, result: object = None):
+        self.result = result
+        super().__init__(message)

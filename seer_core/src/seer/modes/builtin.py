@@ -2,17 +2,353 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import secrets
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from seer.errors import NotebookError, SandboxError
 from seer.hookspecs import hookimpl
 from seer.modes import ExecutionModePlugin
 
+if TYPE_CHECKING:
+    from seer.notebook import JupyterClient
+    from seer.sandbox import Sandbox
+
+log = logging.getLogger("seer")
+
+#: Runs the Jupyter server. jsonschema's optional format checkers ``rfc3987_syntax`` and
+#: ``isoduration`` cost well over a second to import (a grammar compiled at import time) and
+#: nothing the server does needs them; blocking them halves its start-up.
+#: Kernel websockets also get TCP_NODELAY: tornado leaves Nagle on, and a cell's reply is several
+#: small frames in a row, each of which would wait for the client's delayed ACK (40 ms).
+_SERVER_LAUNCHER = """\
+import sys
+for _name in ("rfc3987_syntax", "isoduration"):
+    sys.modules.setdefault(_name, None)
+try:
+    from jupyter_server.services.kernels.websocket import KernelWebsocketHandler as _Handler
+except ImportError:  # another layout: run without it
+    _Handler = None
+if _Handler is not None:
+    _open = _Handler.open
+    async def _open_nodelay(self, *args, **kwargs):
+        self.set_nodelay(True)
+        return await _open(self, *args, **kwargs)
+    _Handler.open = _open_nodelay
+from jupyter_server.serverapp import main
+sys.exit(main())
+"""
+
+_FREE_PORT = """\
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+"""
+
+#: Run (hidden, at start-up) by every kernel of a sandbox that has models: the imports loading
+#: them needs, done while the client is still busy elsewhere.
+_WARM_UP = """\
+def __seer_warm_up(names):
+    import importlib
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    try:
+        import transformers
+        transformers.AutoModelForCausalLM, transformers.AutoTokenizer
+    except Exception:
+        pass
+__seer_warm_up({names!r})
+del __seer_warm_up
+"""
+
 
 class NotebookMode(ExecutionModePlugin):
-    """A Jupyter kernel in the sandbox with the configured models pre-loaded."""
+    """A Jupyter server in the sandbox; sessions get kernels with the configured models loaded.
+
+    The server (``jupyter_server``) listens on 127.0.0.1, on a free port found inside the
+    sandbox, with a random token; it has its own config, data and runtime directories under
+    ``.seer/jupyter`` (nothing from the user's ``~/.jupyter`` or ``~/.ipython`` leaks in) and the
+    working directory as its root. When the sandbox has models, every kernel imports what loading
+    them needs as it starts, and one kernel is started ahead of time for the first session.
+
+    Where the machine comes with its packages installed, the server is started as soon as the
+    machine is provisioned (the ``seer_sandbox_provisioned`` hook), so it and that first kernel's
+    imports run while the models are fetched; ``prepare`` then waits for it. ``prepare`` records
+    ``services["jupyter"]`` (url, port, token, directories, the kernel) and ``sandbox.jupyter_url``
+    (``<url>/?token=<token>``, for a browser), and hands kernels the variables core set for the
+    sandbox after the server started (model paths and the manifest).
+    """
 
     name = "notebook"
     description = "Jupyter kernel in the sandbox, models pre-loaded"
+    required_packages: ClassVar[list[str]] = ["jupyter_server>=2", "ipykernel>=6"]
+    #: seconds to wait for the server to answer before giving up
+    start_timeout: ClassVar[float] = 120.0
+    #: the kernel sessions use
+    kernel_name: ClassVar[str] = "python3"
+
+    def prepare(self, sandbox: Sandbox) -> None:
+        launch = _EARLY.pop(sandbox, None)
+        if launch is None:
+            launch = _ServerLaunch(sandbox, self.kernel_name, self.start_timeout)
+            launch.write_files()
+        launch.complete()
+        launch.finalize()
+
+
+#: Servers started when their sandbox was provisioned, waiting for ``prepare``.
+_EARLY: weakref.WeakKeyDictionary[Sandbox, _ServerLaunch] = weakref.WeakKeyDictionary()
+
+
+@hookimpl
+def seer_sandbox_provisioned(sandbox: Sandbox) -> None:
+    """Start a notebook sandbox's Jupyter server now, if its packages are already there."""
+    from seer import plugins
+
+    try:
+        if sandbox.config.execution_mode.value != "notebook" or not sandbox.machine.packages_installed:
+            return
+        mode = plugins.get_execution_mode("notebook")
+        if not (isinstance(mode, type) and issubclass(mode, NotebookMode)):
+            return
+        launch = _ServerLaunch(sandbox, mode.kernel_name, mode.start_timeout)
+        launch.write_files()
+        launch.spawn()
+    except Exception as exc:  # prepare() starts it the ordinary way and reports what is wrong
+        log.debug("not starting Jupyter early: %s", exc)
+        return
+    _EARLY[sandbox] = launch
+
+
+class _ServerLaunch:
+    """One Jupyter server being started in a sandbox.
+
+    Everything that touches the machine runs on the caller's thread (providers' machines need not
+    be thread-safe); a background thread only polls the server over HTTP until it answers and
+    then, for a sandbox with models, starts the first kernel.
+    """
+
+    def __init__(self, sandbox: Sandbox, kernel_name: str, timeout: float):
+        machine = sandbox.machine
+        # A weak reference: this object is the value of a WeakKeyDictionary keyed by the sandbox.
+        self._sandbox = weakref.ref(sandbox)
+        self.kernel_name = kernel_name
+        self.timeout = timeout
+        self.root = machine.workdir
+        jdir = machine.resolve(".seer/jupyter")
+        self.dirs = {
+            "JUPYTER_CONFIG_DIR": f"{jdir}/config",
+            "JUPYTER_DATA_DIR": f"{jdir}/data",
+            "JUPYTER_RUNTIME_DIR": f"{jdir}/runtime",
+            "IPYTHONDIR": f"{jdir}/ipython",
+        }
+        self.kernel_env_file = f"{jdir}/kernel-env.json"
+        self.token = secrets.token_urlsafe(32)
+        self.warm = _warm_modules(sandbox)
+        self.port = 0
+        self.client: JupyterClient | None = None
+        self.warm_kernel: str | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._failure: str | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        sandbox = self._sandbox()
+        if sandbox is None:
+            raise SandboxError("the sandbox is gone")
+        return sandbox
+
+    def write_files(self) -> None:
+        self._write_kernelspec({})
+        if self.warm:
+            kernel_config = {"IPKernelApp": {"exec_lines": [_WARM_UP.format(names=self.warm)]}}
+            self.sandbox.write_file(
+                f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
+                json.dumps(kernel_config),
+            )
+        self.sandbox.ensure_dir(self.dirs["JUPYTER_RUNTIME_DIR"])
+
+    def _write_kernelspec(self, env: dict[str, str]) -> None:
+        kernelspec = {
+            "argv": [self.sandbox.machine.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (seer)",
+            "language": "python",
+            "metadata": {"debugger": False},
+            "env": env,
+        }
+        self.sandbox.write_file(
+            f"{self.dirs['JUPYTER_DATA_DIR']}/kernels/{self.kernel_name}/kernel.json", json.dumps(kernelspec)
+        )
+
+    def spawn(self) -> None:
+        """Start the server process on a free port, and the thread waiting for it."""
+        from seer.notebook import JupyterClient
+
+        machine = self.sandbox.machine
+        if self._thread is not None:  # a retry
+            self._stop.set()
+            self._thread.join(timeout=10)
+            machine.stop_process("jupyter")
+        self.port = _free_port(self.sandbox)
+        machine.write_bytes(
+            f"{self.dirs['JUPYTER_CONFIG_DIR']}/jupyter_server_config.json",
+            json.dumps(_server_config(root=self.root, port=self.port, token=self.token), indent=1).encode(),
+            mode=0o600,
+        )
+        env = {**self.dirs, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        self.sandbox.start_process(
+            [machine.python, "-c", _SERVER_LAUNCHER], name="jupyter", env=env, cwd=self.root
+        )
+        self.client = JupyterClient(machine.expose_port(self.port), self.token)
+        self._stop = threading.Event()
+        self._failure = None
+        self._thread = threading.Thread(target=self._wait, name="seer-jupyter-start", daemon=True)
+        self._thread.start()
+
+    def _wait(self) -> None:
+        """(Background thread; HTTP only.) Poll until the server answers, then start a kernel."""
+        client = self.client
+        assert client is not None
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        last = "no answer"
+        while True:
+            sandbox = self._sandbox()
+            if self._stop.is_set() or sandbox is None or sandbox._machine is None:
+                self._failure = "stopped"
+                return
+            try:
+                status, _ = client.request("GET", "/api/status", timeout=5)
+                if status == 200:
+                    break
+                last = f"GET /api/status answered HTTP {status}"
+            except OSError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() >= deadline:
+                self._failure = f"no answer within {self.timeout:g}s ({last})"
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.1)
+        # With models to load, start the first session's kernel now: its imports (seconds) run
+        # while the sandbox finishes starting. Without models a kernel starts in well under a
+        # second, not worth a process nobody may use.
+        if self.warm:
+            try:
+                self.warm_kernel = client.start_kernel(self.kernel_name)
+            except (NotebookError, OSError) as exc:  # the first session starts its own
+                log.warning("could not start a kernel ahead of time: %s", exc)
+
+    def complete(self) -> None:
+        """Wait for the server (starting it if need be, retrying if it lost its port)."""
+        machine = self.sandbox.machine
+        for _attempt in range(3):
+            if self._thread is None or self._failure is not None:
+                self.spawn()
+            assert self._thread is not None
+            while self._thread.is_alive():
+                self._thread.join(timeout=1.0)
+                if self._thread.is_alive() and not machine.process_running("jupyter"):
+                    self._stop.set()
+                    self._thread.join(timeout=10)
+                    self._failure = "the server process exited"
+            if self._failure is None:
+                return
+            tail = _log_tail(self.sandbox)
+            if "already in use" in tail or "Errno 98" in tail:
+                continue  # lost the race for the port: take another
+            raise SandboxError(
+                f"the Jupyter server did not start: {self._failure}\n--- jupyter log (tail) ---\n{tail}"
+            )
+        raise SandboxError(f"the Jupyter server found no free port in 3 tries\n{_log_tail(self.sandbox)}")
+
+    def finalize(self) -> None:
+        """Hand kernels the sandbox's variables and record the server."""
+        sandbox = self.sandbox
+        client = self.client
+        assert client is not None
+        # The server may have started before core set these (the models step runs after it):
+        # kernels started from now on get them through the kernelspec, kernels already running
+        # (the one started ahead of time) from this file, read by the session's first cell.
+        overlay = dict(sandbox._env)
+        sandbox.machine.write_bytes(self.kernel_env_file, json.dumps(overlay).encode(), mode=0o600)
+        if overlay:
+            self._write_kernelspec(overlay)
+        sandbox._set_service(
+            "jupyter",
+            {
+                "url": client.url,
+                "port": self.port,
+                "token": self.token,
+                "root_dir": self.root,
+                "runtime_dir": self.dirs["JUPYTER_RUNTIME_DIR"],
+                "kernel_name": self.kernel_name,
+                "kernel_env": self.kernel_env_file,
+                "warm_kernel": self.warm_kernel,
+            },
+        )
+        sandbox._set_service("jupyter_url", client.jupyter_url)
+
+
+def _warm_modules(sandbox: Sandbox) -> list[str]:
+    """What a kernel should import at start-up: what loading the sandbox's models needs."""
+    config = sandbox.config
+    env = {**config.env, **sandbox._env}
+    if not config.models and "SEER_MODELS_MANIFEST" not in env:
+        return []
+    names = ["torch", "transformers", "transformers.modeling_utils", "seer.runtime.loading"]
+    if any(getattr(m, "is_peft", False) for m in config.models):
+        names.append("peft")
+    return names
+
+
+def _server_config(*, root: str, port: int, token: str) -> dict[str, Any]:
+    return {
+        "ServerApp": {
+            "ip": "127.0.0.1",
+            "port": port,
+            "port_retries": 0,
+            "open_browser": False,
+            "root_dir": root,
+            # Sandboxes often run as root; the token, not the uid, guards the server.
+            "allow_root": True,
+            # A provider's tunnel presents its own Host header; every request still needs the token.
+            "allow_remote_access": True,
+            "allow_origin": "",
+            "terminals_enabled": False,
+            "jpserver_extensions": {"jupyter_server_terminals": False},
+            # jupyter_server's default ping timeout (3 intervals) trips a tornado warning.
+            "tornado_settings": {"ws_ping_timeout": 30000},
+        },
+        "IdentityProvider": {"token": token},
+        # Notice a dead kernel within a second (the default polls every 3 s).
+        "KernelRestarter": {"time_to_dead": 1.0},
+        "KernelSpecManager": {"ensure_native_kernel": False},
+    }
+
+
+def _free_port(sandbox: Sandbox) -> int:
+    result = sandbox.exec_python(_FREE_PORT, timeout=60)
+    try:
+        return int(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise SandboxError(f"could not find a free port in the sandbox: {result.output.strip()}") from None
+
+
+def _log_tail(sandbox: Sandbox, lines: int = 40) -> str:
+    try:
+        return sandbox.process_log("jupyter", lines=lines)
+    except (OSError, SandboxError):
+        return "(no log)"
 
 
 class CliMode(ExecutionModePlugin):

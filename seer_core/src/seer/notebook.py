@@ -1,0 +1,1123 @@
+"""Notebook sessions: a Jupyter kernel in the sandbox, driven over HTTP and the kernel websocket.
+
+A :class:`NotebookSession` is one Jupyter *session* (``POST /api/sessions``) on the server the
+``notebook`` execution mode started in the sandbox: a kernel plus the notebook it writes. It talks
+to the server only through its REST API and the kernel channels websocket
+(``/api/kernels/<id>/channels``), never ZMQ, so it works through whatever tunnel a provider uses
+to expose the server's port.
+
+Every visible cell and its outputs land in a real ``.ipynb`` (nbformat 4.5) in the sandbox,
+rewritten after each cell, and in a local mirror. Hidden cells (``exec(..., hidden=True)``, the
+model-loading and workspace set-up cells) run with ``store_history=False`` and are written
+nowhere: they are not in ``In``, ``_ih``, the IPython history or the notebook.
+
+Build one with :func:`seer.execution.create_notebook_session`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import itertools
+import json
+import os
+import posixpath
+import queue
+import re
+import struct
+import textwrap
+import threading
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from seer.errors import (
+    CellExecutionError,
+    CellTimeoutError,
+    KernelDiedError,
+    NotebookError,
+)
+
+if TYPE_CHECKING:
+    from seer.sandbox import Sandbox
+
+__all__ = [
+    "NO_MODELS_TEXT",
+    "CellError",
+    "CellResult",
+    "JupyterClient",
+    "NotebookSession",
+    "strip_ansi",
+]
+
+#: ``model_info_text`` when no models are pre-loaded in the kernel.
+NO_MODELS_TEXT = "No models are pre-loaded in this kernel."
+#: The mimetype the model-loading cell reports ``describe()``'s text under; never recorded.
+MODEL_INFO_MIME = "application/vnd.seer.model-info+json"
+#: How long to wait for a kernel to answer an interrupt before giving up on a timed-out cell.
+INTERRUPT_GRACE = 10.0
+#: With no message for this long while a cell runs, ask the server whether the kernel lives.
+LIVENESS_INTERVAL = 10.0
+#: Longest wait for a kernel (and whatever its start-up imports) to accept a connection.
+CONNECT_TIMEOUT = 180.0
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences (colours, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellError:
+    """An exception a cell raised."""
+
+    ename: str
+    evalue: str
+    #: the formatted traceback, ANSI colours stripped
+    traceback: str
+    #: the traceback lines as the kernel sent them (with colours)
+    raw_traceback: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.traceback or f"{self.ename}: {self.evalue}"
+
+
+@dataclass
+class CellResult:
+    """What one cell produced.
+
+    ``outputs`` are nbformat output dicts (``stream``, ``display_data``, ``execute_result``,
+    ``error``) exactly as they are written to the notebook: images are base64 strings under
+    ``data["image/png"]``, HTML under ``data["text/html"]``.
+    """
+
+    code: str
+    stdout: str = ""
+    stderr: str = ""
+    #: ``text/plain`` of the cell's value (``execute_result``), if it had one
+    result: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    error: CellError | None = None
+    #: ``In[n]``; None for hidden cells
+    execution_count: int | None = None
+    hidden: bool = False
+    duration: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the cell raised nothing."""
+        return self.error is None
+
+    def data(self, mimetype: str) -> list[Any]:
+        """Every payload of ``mimetype`` the cell displayed or returned, in order."""
+        return [
+            out["data"][mimetype]
+            for out in self.outputs
+            if out.get("output_type") in ("display_data", "execute_result") and mimetype in out["data"]
+        ]
+
+    @property
+    def images(self) -> list[bytes]:
+        """The PNG and JPEG images the cell displayed, decoded."""
+        found = []
+        for out in self.outputs:
+            data = out.get("data", {})
+            for mime in ("image/png", "image/jpeg"):
+                if mime in data:
+                    found.append(base64.b64decode(data[mime]))
+        return found
+
+    def raise_for_error(self) -> CellResult:
+        """Return self, or raise :class:`~seer.errors.CellExecutionError` if the cell raised."""
+        if self.error is not None:
+            raise CellExecutionError(f"the cell raised {self.error.ename}:\n{self.error}", result=self)
+        return self
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.stdout, self.stderr) if p]
+        if self.result is not None:
+            parts.append(self.result)
+        if self.error is not None:
+            parts.append(str(self.error))
+        return "\n".join(p.rstrip("\n") for p in parts)
+
+
+class _Collector:
+    """Turns a cell's iopub messages into nbformat outputs."""
+
+    def __init__(self, displays: dict[str, list[dict[str, Any]]]):
+        self.outputs: list[dict[str, Any]] = []
+        self.error: CellError | None = None
+        self.model_info: dict[str, Any] | None = None
+        self._clear_pending = False
+        self._displays = displays
+        self.updated_displays = False
+
+    def _append(self, out: dict[str, Any]) -> None:
+        if self._clear_pending:
+            self.outputs.clear()
+            self._clear_pending = False
+        last = self.outputs[-1] if self.outputs else None
+        if (
+            out["output_type"] == "stream"
+            and last is not None
+            and last["output_type"] == "stream"
+            and last["name"] == out["name"]
+        ):
+            last["text"] += out["text"]
+            return
+        self.outputs.append(out)
+
+    def handle(self, msg_type: str, content: dict[str, Any]) -> None:
+        if msg_type == "stream":
+            self._append(
+                {"output_type": "stream", "name": content.get("name", "stdout"), "text": content["text"]}
+            )
+        elif msg_type in ("display_data", "execute_result"):
+            data = content.get("data", {})
+            if MODEL_INFO_MIME in data:
+                self.model_info = data[MODEL_INFO_MIME]
+                return
+            out: dict[str, Any] = {
+                "output_type": msg_type,
+                "data": data,
+                "metadata": content.get("metadata", {}),
+            }
+            if msg_type == "execute_result":
+                out["execution_count"] = content.get("execution_count")
+            self._append(out)
+            display_id = (content.get("transient") or {}).get("display_id")
+            if display_id:
+                self._displays.setdefault(display_id, []).append(out)
+        elif msg_type == "update_display_data":
+            display_id = (content.get("transient") or {}).get("display_id")
+            for out in self._displays.get(display_id or "", []):
+                out["data"] = content.get("data", {})
+                out["metadata"] = content.get("metadata", {})
+                self.updated_displays = True
+        elif msg_type == "clear_output":
+            if content.get("wait"):
+                self._clear_pending = True
+            else:
+                self.outputs.clear()
+        elif msg_type == "error":
+            raw = list(content.get("traceback", []))
+            self.error = CellError(
+                ename=content.get("ename", ""),
+                evalue=content.get("evalue", ""),
+                traceback=strip_ansi("\n".join(raw)),
+                raw_traceback=raw,
+            )
+            self._append(
+                {
+                    "output_type": "error",
+                    "ename": self.error.ename,
+                    "evalue": self.error.evalue,
+                    "traceback": raw,
+                }
+            )
+
+    def error_from_reply(self, content: dict[str, Any]) -> None:
+        """An error reply without an ``error`` message on iopub (e.g. an aborted request)."""
+        if self.error is None and content.get("status") in ("error", "aborted"):
+            raw = list(content.get("traceback", []))
+            self.error = CellError(
+                ename=content.get("ename", "Aborted" if content.get("status") == "aborted" else ""),
+                evalue=content.get("evalue", ""),
+                traceback=strip_ansi("\n".join(raw)),
+                raw_traceback=raw,
+            )
+
+    def result(self, code: str, *, hidden: bool, execution_count: int | None, started: float) -> CellResult:
+        stdout = "".join(
+            o["text"] for o in self.outputs if o["output_type"] == "stream" and o["name"] == "stdout"
+        )
+        stderr = "".join(
+            o["text"] for o in self.outputs if o["output_type"] == "stream" and o["name"] == "stderr"
+        )
+        value = None
+        for out in self.outputs:
+            if out["output_type"] == "execute_result":
+                value = out["data"].get("text/plain")
+        return CellResult(
+            code=code,
+            stdout=stdout,
+            stderr=stderr,
+            result=value,
+            outputs=self.outputs,
+            error=self.error,
+            execution_count=execution_count,
+            hidden=hidden,
+            duration=time.monotonic() - started,
+        )
+
+
+# --- the Jupyter server's REST API -----------------------------------------------------------
+
+
+class JupyterClient:
+    """A minimal client for a Jupyter server's REST API, authenticating with its token.
+
+    Plain :mod:`http.client`: one short connection per request, no proxies (the server is on
+    127.0.0.1 or behind the provider's tunnel).
+    """
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise NotebookError(f"not a Jupyter server URL: {url!r}")
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._prefix = parts.path.rstrip("/")
+
+    @classmethod
+    def from_url(cls, jupyter_url: str) -> JupyterClient:
+        """A client for ``<server>/?token=<token>`` (the form ``sandbox.jupyter_url`` has)."""
+        parts = urllib.parse.urlsplit(jupyter_url)
+        token = urllib.parse.parse_qs(parts.query).get("token", [""])[0]
+        if not token:
+            raise NotebookError("the Jupyter URL carries no ?token=")
+        base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        return cls(base, token)
+
+    @property
+    def jupyter_url(self) -> str:
+        """The server's URL with its token, for a browser."""
+        return f"{self.url}/?token={urllib.parse.quote(self.token)}"
+
+    def ws_url(self, path: str) -> str:
+        scheme = "wss" if self._https else "ws"
+        netloc = self._host if self._port is None else f"{self._host}:{self._port}"
+        return f"{scheme}://{netloc}{self._prefix}{path}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        timeout: float | None = None,
+        token: str | None = None,
+    ) -> tuple[int, Any]:
+        """``(status, decoded JSON or None)``. ``token`` overrides the client's ("" sends none)."""
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        conn = cls(self._host, self._port, timeout=timeout or self.timeout)
+        headers = {"Accept": "application/json"}
+        use = self.token if token is None else token
+        if use:
+            headers["Authorization"] = f"token {use}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, self._prefix + path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        try:
+            decoded = json.loads(raw) if raw else None
+        except ValueError:
+            decoded = raw.decode(errors="replace")
+        return resp.status, decoded
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        timeout: float | None = None,
+        expect: tuple[int, ...] = (200, 201, 204),
+    ) -> Any:
+        """Like :meth:`request`, raising :class:`~seer.errors.NotebookError` on an unexpected status."""
+        try:
+            status, data = self.request(method, path, body, timeout=timeout)
+        except OSError as exc:
+            raise NotebookError(
+                f"{method} {path}: cannot reach the Jupyter server at {self.url}: {exc}"
+            ) from exc
+        if status not in expect:
+            message = data.get("message") if isinstance(data, dict) else data
+            raise NotebookError(f"{method} {path}: HTTP {status}: {message or 'no message'}")
+        return data
+
+    def status(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """``GET /api/status``."""
+        result: dict[str, Any] = self.call("GET", "/api/status", timeout=timeout)
+        return result
+
+    def start_kernel(self, name: str = "python3", *, path: str = "") -> str:
+        """Start a kernel (working directory: the server's root + ``path``); return its id."""
+        model = self.call("POST", "/api/kernels", {"name": name, "path": path})
+        return str(model["id"])
+
+    def kernel(self, kernel_id: str) -> dict[str, Any] | None:
+        """The kernel's model, or None if the server no longer has it."""
+        status, data = self.request("GET", f"/api/kernels/{kernel_id}")
+        if status == 404:
+            return None
+        if status != 200:
+            raise NotebookError(f"GET /api/kernels/{kernel_id}: HTTP {status}")
+        return dict(data)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        return list(self.call("GET", "/api/sessions"))
+
+    def path_exists(self, path: str) -> bool:
+        status, _ = self.request("GET", f"/api/contents/{_quote(path)}?content=0")
+        return status == 200
+
+
+def _quote(path: str) -> str:
+    return urllib.parse.quote(path.strip("/"))
+
+
+# --- the kernel channels websocket ----------------------------------------------------------
+
+
+class _Closed:
+    """Put in the inbox when the websocket closes."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _Restarted:
+    """Put in the inbox when ``restart()`` takes the kernel away from a running cell."""
+
+
+def _decode_binary(data: bytes) -> dict[str, Any]:
+    """A legacy-protocol binary frame: a message with buffers."""
+    nbufs = struct.unpack("!i", data[:4])[0]
+    offsets: list[int | None] = list(struct.unpack("!" + "I" * nbufs, data[4 : 4 * (nbufs + 1)]))
+    offsets.append(None)
+    bufs = [data[start:stop] for start, stop in itertools.pairwise(offsets)]
+    msg: dict[str, Any] = json.loads(bufs[0].decode())
+    msg["buffers"] = bufs[1:]
+    return msg
+
+
+class _KernelChannels:
+    """One websocket to ``/api/kernels/<id>/channels`` and a thread reading it into a queue.
+
+    The reader thread also answers the server's pings, so an idle session stays connected.
+    """
+
+    def __init__(
+        self,
+        client: JupyterClient,
+        kernel_id: str,
+        *,
+        session: str | None = None,
+        timeout: float = CONNECT_TIMEOUT,
+    ):
+        import websocket
+
+        # Reconnecting with the same ``session`` makes the server replay what the kernel sent
+        # while we were away (it buffers a kernel's output while no client is connected).
+        self.session = session or uuid.uuid4().hex
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        url = client.ws_url(f"/api/kernels/{kernel_id}/channels?session_id={self.session}")
+        try:
+            self._ws = websocket.create_connection(
+                url,
+                header=[f"Authorization: token {client.token}"],
+                timeout=timeout,
+                enable_multithread=True,
+                suppress_origin=True,
+            )
+        except Exception as exc:
+            raise NotebookError(f"cannot open the kernel websocket for kernel {kernel_id}: {exc}") from exc
+        self._ws.settimeout(None)
+        self.closed = False
+        self._thread = threading.Thread(target=self._read, name=f"seer-kernel-{kernel_id[:8]}", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        reason = "closed"
+        try:
+            while True:
+                data = self._ws.recv()
+                if not data:
+                    break
+                msg = json.loads(data) if isinstance(data, str) else _decode_binary(data)
+                self.inbox.put(msg)
+        except Exception as exc:  # closed by us or by the server
+            reason = f"{type(exc).__name__}: {exc}"
+        self.closed = True
+        self.inbox.put(_Closed(reason))
+
+    def message(self, msg_type: str, content: dict[str, Any], channel: str = "shell") -> dict[str, Any]:
+        return {
+            "header": {
+                "msg_id": uuid.uuid4().hex,
+                "msg_type": msg_type,
+                "username": "seer",
+                "session": self.session,
+                "date": datetime.now(UTC).isoformat(),
+                "version": "5.3",
+            },
+            "parent_header": {},
+            "metadata": {},
+            "content": content,
+            "buffers": [],
+            "channel": channel,
+        }
+
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            self._ws.send(json.dumps(msg))
+        except Exception as exc:
+            raise NotebookError(f"cannot send to the kernel: {exc}") from exc
+
+    def get(self, timeout: float | None) -> Any:
+        """The next message (or :class:`_Closed` / :class:`_Restarted`), or None after ``timeout``."""
+        try:
+            return self.inbox.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                self._ws.send_close()
+            with contextlib.suppress(Exception):
+                self._ws.abort()
+        self._thread.join(timeout=5)
+        with contextlib.suppress(Exception):
+            self._ws.shutdown()
+
+
+# --- the notebook document ------------------------------------------------------------------
+
+
+class _Notebook:
+    """An nbformat 4.5 notebook built cell by cell; each cell is serialised once, when added."""
+
+    def __init__(self, metadata: dict[str, Any], cells: list[dict[str, Any]] | None = None):
+        self.metadata = metadata
+        self.cells: list[dict[str, Any]] = list(cells or [])
+        self._text: list[str | None] = [None] * len(self.cells)
+
+    def add(self, cell: dict[str, Any]) -> None:
+        self.cells.append(cell)
+        self._text.append(None)
+
+    def invalidate(self) -> None:
+        self._text = [None] * len(self.cells)
+
+    @staticmethod
+    def _dump(obj: Any, indent: str) -> str:
+        text = json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
+        return textwrap.indent(text, indent)[len(indent) :]
+
+    def render(self) -> str:
+        for i, text in enumerate(self._text):
+            if text is None:
+                self._text[i] = "  " + self._dump(self.cells[i], "  ")
+        cells = ",\n".join(t for t in self._text if t is not None)
+        return (
+            '{\n "cells": [\n'
+            + cells
+            + ("\n" if cells else "")
+            + ' ],\n "metadata": '
+            + self._dump(self.metadata, " ")
+            + ',\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
+        )
+
+
+def _cell_id() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+# --- the session ----------------------------------------------------------------------------
+
+
+_LOAD_MODELS = '''\
+def __seer_load_models():
+    """Load the models configured for this sandbox into the kernel (seer)."""
+    import json, os
+    from IPython.display import display
+    path = os.environ.get("SEER_MODELS_MANIFEST")
+    info = None
+    if path and os.path.isfile(path):
+        with open(path) as fh:
+            entries = json.load(fh).get("models", [])
+        if entries:
+            from seer.runtime.loading import describe, load_model
+            namespace = globals()
+            loaded = {}
+            for entry in entries:
+                model, tokenizer = load_model(entry)
+                name = entry["var_name"]
+                namespace[name] = model
+                namespace["tokenizer" if name == "model" else name + "_tokenizer"] = tokenizer
+                loaded[name] = (model, tokenizer, entry)
+            info = describe(loaded)
+    globals()["__seer_model_info__"] = info
+    display({"MODEL_INFO_MIME": {"text": info}}, raw=True)
+try:
+    __seer_load_models()
+finally:
+    del __seer_load_models
+'''.replace("MODEL_INFO_MIME", MODEL_INFO_MIME)
+
+
+_APPLY_ENV = """\
+def __seer_apply_env(path):
+    import json, os
+    try:
+        with open(path) as fh:
+            os.environ.update(json.load(fh))
+    except (OSError, ValueError):
+        pass
+try:
+    __seer_apply_env(ENV_FILE)
+finally:
+    del __seer_apply_env
+"""
+
+
+class NotebookSession:
+    """A Jupyter session in the sandbox: a kernel (with the models loaded) and its notebook.
+
+    ``exec`` runs one cell at a time (a lock serialises callers); ``interrupt`` may be called from
+    any thread. Use it as a context manager, or call ``shutdown()`` when done.
+    """
+
+    def __init__(
+        self,
+        client: JupyterClient,
+        *,
+        session_id: str,
+        kernel_id: str,
+        notebook_path: str,
+        name: str,
+        sandbox: Sandbox | None = None,
+        mirror_path: Path | None = None,
+        cells: list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+        kernel_env_file: str | None = None,
+    ):
+        self._client = client
+        self._kernel_env_file = kernel_env_file
+        self.session_id = session_id
+        self.kernel_id = kernel_id
+        #: the notebook's path, relative to the Jupyter root (the sandbox's working directory)
+        self.notebook_path = notebook_path
+        self.name = name
+        self.sandbox = sandbox
+        #: where the notebook is mirrored on this machine (None: not mirrored)
+        self.local_path = mirror_path
+        self.model_info_text = NO_MODELS_TEXT
+        #: what ``setup()`` installed, in order (re-applied by ``restart()``)
+        self.workspaces: list[Any] = []
+        self.installed: list[Any] = []
+        self._preload_models = True
+        self._hidden_model_loading = True
+        self._lock = threading.RLock()
+        self._channels: _KernelChannels | None = None
+        self._dead: str | None = None
+        self._closed = False
+        self._busy = False
+        self._auto_restarted = False
+        self._last_model_info: dict[str, Any] | None = None
+        self._displays: dict[str, list[dict[str, Any]]] = {}
+        self._nb = _Notebook(
+            metadata
+            or {
+                "kernelspec": {"display_name": "Python 3 (seer)", "language": "python", "name": "python3"},
+                "language_info": {"name": "python"},
+            },
+            cells,
+        )
+
+    # --- properties -----------------------------------------------------------------------
+    @property
+    def jupyter_url(self) -> str:
+        """The Jupyter server's URL with its token (what ``attach`` and a browser need)."""
+        return self._client.jupyter_url
+
+    @property
+    def client(self) -> JupyterClient:
+        """The REST client for the session's Jupyter server."""
+        return self._client
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        """The notebook's cells so far (nbformat dicts)."""
+        return self._nb.cells
+
+    @property
+    def notebook(self) -> dict[str, Any]:
+        """The notebook as an nbformat 4.5 dict."""
+        return json.loads(self._nb.render())
+
+    @property
+    def alive(self) -> bool:
+        """False once the kernel died (until ``restart()``) or the session was shut down."""
+        return not self._closed and self._dead is None
+
+    def __repr__(self) -> str:
+        return f"<NotebookSession {self.session_id} kernel={self.kernel_id} notebook={self.notebook_path!r}>"
+
+    def __enter__(self) -> NotebookSession:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    # --- connecting -----------------------------------------------------------------------
+    def _connect(self) -> None:
+        if self._channels is not None:
+            self._channels.close()
+        self._channels = _KernelChannels(self._client, self.kernel_id)
+        reply = self._request("kernel_info_request", {}, timeout=CONNECT_TIMEOUT)
+        info = reply.get("language_info")
+        if info:
+            self._nb.metadata["language_info"] = info
+
+    def _request(self, msg_type: str, content: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        """Send a shell request and wait for its reply's content (no iopub handling)."""
+        channels = self._channels
+        assert channels is not None
+        msg = channels.message(msg_type, content)
+        channels.send(msg)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise NotebookError(f"the kernel did not answer a {msg_type} within {timeout:g}s")
+            item = channels.get(remaining)
+            if isinstance(item, _Closed):
+                raise NotebookError(f"the kernel websocket closed: {item.reason}")
+            if (
+                isinstance(item, dict)
+                and item.get("channel") == "shell"
+                and item.get("parent_header", {}).get("msg_id") == msg["header"]["msg_id"]
+            ):
+                content_: dict[str, Any] = item["content"]
+                return content_
+
+    # --- running code ---------------------------------------------------------------------
+    def exec(self, code: str, hidden: bool = False, timeout: float | None = None) -> CellResult:
+        """Run ``code`` as a cell and return what it produced.
+
+        A visible cell is appended (with its outputs) to the notebook in the sandbox and its local
+        mirror; ``hidden=True`` runs it without history and records it nowhere. An exception in the
+        cell is *returned* (``result.error``), not raised. Raises
+        :class:`~seer.errors.CellTimeoutError` after ``timeout`` seconds (having interrupted the
+        cell) and :class:`~seer.errors.KernelDiedError` if the kernel dies.
+        """
+        with self._lock:
+            return self._run(code, hidden=hidden, timeout=timeout, record=not hidden)
+
+    def exec_file(
+        self, path: str | os.PathLike[str], hidden: bool = False, timeout: float | None = None
+    ) -> CellResult:
+        """Run a local Python file's contents as one cell."""
+        return self.exec(Path(path).read_text(), hidden=hidden, timeout=timeout)
+
+    def add_markdown(self, text: str) -> None:
+        """Append a markdown cell to the notebook."""
+        with self._lock:
+            self._nb.add({"cell_type": "markdown", "id": _cell_id(), "metadata": {}, "source": text})
+            self._save()
+
+    def interrupt(self) -> None:
+        """Interrupt the running cell (it ends with ``KeyboardInterrupt``). Safe from any thread."""
+        self._client.call("POST", f"/api/kernels/{self.kernel_id}/interrupt")
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise NotebookError(f"notebook session {self.session_id} is shut down")
+        if self._dead is not None:
+            raise KernelDiedError(f"{self._dead}; call session.restart() to start it again")
+
+    def _drain(self) -> None:
+        """Drop what arrived between cells, noticing a kernel that died or restarted meanwhile."""
+        channels = self._channels
+        assert channels is not None
+        while True:
+            try:
+                item = channels.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Closed):
+                self._reconnect_or_die(item.reason)
+                return
+            if isinstance(item, dict) and not item.get("parent_header"):
+                state = item.get("content", {}).get("execution_state")
+                if item.get("msg_type") == "status" and state in ("restarting", "dead"):
+                    self._auto_restarted = state == "restarting"
+                    self._dead = "the kernel died between cells"
+                    self._check_usable()
+
+    def _reconnect_or_die(self, reason: str) -> None:
+        model = self._kernel_model()
+        if model is None or model.get("execution_state") == "dead":
+            self._dead = f"the kernel is gone ({reason})"
+            self._check_usable()
+        self._connect()
+
+    def _kernel_model(self) -> dict[str, Any] | None:
+        try:
+            return self._client.kernel(self.kernel_id)
+        except (NotebookError, OSError):
+            return None
+
+    def _run(self, code: str, *, hidden: bool, timeout: float | None, record: bool) -> CellResult:
+        self._check_usable()
+        if self._channels is None or self._channels.closed:
+            self._reconnect_or_die("the websocket was closed")
+        self._drain()
+        channels = self._channels
+        assert channels is not None
+        msg = channels.message(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": not hidden,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        )
+        msg_id = msg["header"]["msg_id"]
+        collector = _Collector(self._displays)
+        started = time.monotonic()
+        deadline = None if timeout is None else started + timeout
+        interrupted_at: float | None = None
+        reply: dict[str, Any] | None = None
+        idle = False
+        last_seen = started
+        reconnects = 0
+        self._busy = True
+        try:
+            channels.send(msg)
+            while reply is None or not idle:
+                now = time.monotonic()
+                wait = LIVENESS_INTERVAL
+                if interrupted_at is not None:
+                    wait = min(wait, max(interrupted_at + INTERRUPT_GRACE - now, 0.0))
+                elif deadline is not None:
+                    wait = min(wait, max(deadline - now, 0.0))
+                item = channels.get(wait) if wait > 0 else None
+                now = time.monotonic()
+                if item is None:
+                    if deadline is not None and now >= deadline and interrupted_at is None:
+                        interrupted_at = now
+                        with contextlib.suppress(NotebookError):
+                            self.interrupt()
+                        continue
+                    if interrupted_at is not None and now >= interrupted_at + INTERRUPT_GRACE:
+                        partial = collector.result(code, hidden=hidden, execution_count=None, started=started)
+                        raise CellTimeoutError(
+                            f"the cell ran past its timeout of {timeout:g}s and did not stop when "
+                            "interrupted; the kernel is still busy (session.restart() resets it)",
+                            result=partial,
+                        )
+                    if now - last_seen >= LIVENESS_INTERVAL:
+                        last_seen = now
+                        model = self._kernel_model()
+                        if model is None or model.get("execution_state") == "dead":
+                            self._died(collector, code, hidden, started, record, "the kernel died")
+                        if reconnects and model.get("execution_state") == "idle":
+                            raise NotebookError(
+                                "lost the connection to the kernel while the cell ran; it has "
+                                "finished, but its output did not come back"
+                            )
+                    continue
+                last_seen = now
+                if isinstance(item, _Restarted):
+                    self._died(collector, code, hidden, started, record, "the kernel was restarted")
+                if isinstance(item, _Closed):
+                    model = self._kernel_model()
+                    if model is None or model.get("execution_state") == "dead":
+                        self._died(
+                            collector, code, hidden, started, record, f"the kernel died ({item.reason})"
+                        )
+                    if reconnects >= 3:
+                        raise NotebookError(
+                            f"lost the connection to the kernel while the cell ran ({item.reason})"
+                        )
+                    # The kernel lives: reconnect as the same client, and the server replays what
+                    # the cell sent meanwhile.
+                    reconnects += 1
+                    channels.close()
+                    with contextlib.suppress(NotebookError):
+                        channels = self._channels = _KernelChannels(
+                            self._client, self.kernel_id, session=channels.session
+                        )
+                    continue
+                parent = item.get("parent_header") or {}
+                channel = item.get("channel")
+                msg_type = item.get("msg_type") or item.get("header", {}).get("msg_type")
+                content = item.get("content") or {}
+                if not parent:
+                    state = content.get("execution_state")
+                    if msg_type == "status" and state in ("restarting", "dead"):
+                        # "restarting": the server is already starting a fresh kernel in its place.
+                        self._auto_restarted = state == "restarting"
+                        self._died(collector, code, hidden, started, record, "the kernel died")
+                    continue
+                if parent.get("msg_id") != msg_id:
+                    continue
+                if channel == "shell":
+                    reply = content
+                elif channel == "iopub":
+                    if msg_type == "status":
+                        if content.get("execution_state") == "idle":
+                            idle = True
+                    elif msg_type != "execute_input":
+                        collector.handle(msg_type, content)
+        finally:
+            self._busy = False
+        collector.error_from_reply(reply)
+        count = None if hidden else reply.get("execution_count")
+        result = collector.result(code, hidden=hidden, execution_count=count, started=started)
+        if collector.model_info is not None:
+            self._last_model_info = collector.model_info
+        if record:
+            self._record(result)
+        elif collector.updated_displays:
+            self._nb.invalidate()
+            self._save()
+        if interrupted_at is not None:
+            raise CellTimeoutError(
+                f"the cell ran past its timeout of {timeout:g}s and was interrupted", result=result
+            )
+        return result
+
+    def _died(
+        self, collector: _Collector, code: str, hidden: bool, started: float, record: bool, why: str
+    ) -> NoReturn:
+        result = collector.result(code, hidden=hidden, execution_count=None, started=started)
+        self._dead = why
+        if record:
+            result.outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": "KernelDied",
+                    "evalue": f"{why} while this cell ran",
+                    "traceback": [f"KernelDied: {why} while this cell ran"],
+                }
+            )
+            self._record(result)
+        raise KernelDiedError(
+            f"{why} while the cell ran; call session.restart() to start it again", result=result
+        )
+
+    def _record(self, result: CellResult) -> None:
+        self._nb.add(
+            {
+                "cell_type": "code",
+                "execution_count": result.execution_count,
+                "id": _cell_id(),
+                "metadata": {},
+                "outputs": result.outputs,
+                "source": result.code,
+            }
+        )
+        if self._displays:
+            self._nb.invalidate()
+        self._save()
+
+    def _save(self) -> None:
+        """Write the notebook into the sandbox and its local mirror."""
+        text = self._nb.render()
+        if self.sandbox is not None:
+            self.sandbox.write_file(self.notebook_path, text)
+        else:
+            self._client.call(
+                "PUT",
+                f"/api/contents/{_quote(self.notebook_path)}",
+                {"type": "notebook", "format": "json", "content": json.loads(text)},
+            )
+        if self.local_path is not None:
+            self.local_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.local_path.with_name(f".{self.local_path.name}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, self.local_path)
+
+    # --- set-up: models and workspaces ----------------------------------------------------
+    def _setup_cell(self, code: str, what: str, *, hidden: bool = True) -> CellResult:
+        result = self._run(code, hidden=hidden, timeout=None, record=not hidden)
+        if result.error is not None:
+            raise CellExecutionError(f"{what} failed in the kernel:\n{result.error}", result=result)
+        return result
+
+    def _apply_env(self) -> None:
+        """Give the kernel the variables core set for the sandbox after the server started."""
+        if self._kernel_env_file:
+            self._setup_cell(
+                _APPLY_ENV.replace("ENV_FILE", repr(self._kernel_env_file)), "setting the environment"
+            )
+
+    def _load_models(self) -> None:
+        self._last_model_info = None
+        if not self._preload_models:
+            self.model_info_text = NO_MODELS_TEXT
+            return
+        self._setup_cell(_LOAD_MODELS, "loading the models", hidden=self._hidden_model_loading)
+        info: dict[str, Any] = self._last_model_info or {}
+        self.model_info_text = info.get("text") or NO_MODELS_TEXT
+
+    def setup(self, workspace: Any) -> None:
+        """Install ``workspace`` in the sandbox and make it live in the kernel: its libraries
+        importable, its ``custom_init_code`` run (hidden). ``restart()`` does it again."""
+        with self._lock:
+            self._check_usable()
+            self._apply(workspace)
+            self.workspaces.append(workspace)
+
+    def _apply(self, workspace: Any) -> None:
+        if self.sandbox is None:
+            raise NotebookError("setting up a workspace needs the session's sandbox")
+        installed = workspace.install(self.sandbox)
+        libs_dir = getattr(installed, "libs_dir", None)
+        if libs_dir:
+            self._setup_cell(
+                "import importlib as __seer_il, sys as __seer_sys\n"
+                f"if {str(libs_dir)!r} not in __seer_sys.path:\n"
+                f"    __seer_sys.path.insert(0, {str(libs_dir)!r})\n"
+                "__seer_il.invalidate_caches()\n"
+                "del __seer_il, __seer_sys\n",
+                "making the workspace libraries importable",
+            )
+        init_code = getattr(installed, "init_code", "") or ""
+        if init_code.strip():
+            self._setup_cell(init_code, "the workspace's init code")
+        self.installed.append(installed)
+
+    def _initialise(self, workspace: Any | None) -> None:
+        """Load the models and set up ``workspace`` (at creation)."""
+        with self._lock:
+            if workspace is not None:
+                self._preload_models = bool(getattr(workspace, "preload_models", True))
+                self._hidden_model_loading = bool(getattr(workspace, "hidden_model_loading", True))
+            self._apply_env()
+            self._load_models()
+            if workspace is not None:
+                self._apply(workspace)
+                self.workspaces.append(workspace)
+
+    # --- lifecycle ------------------------------------------------------------------------
+    def restart(self) -> None:
+        """Restart the kernel (after it died, or to reset it) and set it up again: models
+        loaded, workspaces applied. The notebook so far is kept."""
+        if self._closed:
+            raise NotebookError(f"notebook session {self.session_id} is shut down")
+        channels = self._channels
+        if channels is not None and self._busy:
+            channels.inbox.put(_Restarted())
+        with self._lock:
+            if not self._auto_restarted:
+                self._restart_kernel()
+            self._auto_restarted = False
+            self._displays.clear()
+            self._dead = None
+            self._connect()
+            self._apply_env()
+            self._load_models()
+            self.installed = []
+            for workspace in self.workspaces:
+                self._apply(workspace)
+
+    def _restart_kernel(self) -> None:
+        """Restart the kernel through the server, or give the session a new one if it is gone."""
+        status = 0
+        for attempt in range(5):
+            status, data = self._client.request("POST", f"/api/kernels/{self.kernel_id}/restart", timeout=180)
+            if status in (200, 404):
+                break
+            # 500: typically a restart already under way (the server's own, after a crash).
+            time.sleep(0.5 * (attempt + 1))
+        if status == 404:
+            self.kernel_id = self._client.start_kernel()
+            self._client.call("PATCH", f"/api/sessions/{self.session_id}", {"kernel": {"id": self.kernel_id}})
+        elif status != 200:
+            raise NotebookError(f"restarting kernel {self.kernel_id}: HTTP {status}: {data}")
+
+    def shutdown(self) -> None:
+        """End the session: its kernel is shut down; the notebook stays. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._channels is not None:
+            self._channels.close()
+            self._channels = None
+        with contextlib.suppress(NotebookError, OSError):
+            self._client.request("DELETE", f"/api/sessions/{self.session_id}", timeout=30)
+
+    # --- finding sessions again -----------------------------------------------------------
+    @classmethod
+    def attach(
+        cls,
+        jupyter_url: str,
+        session_id: str,
+        *,
+        sandbox: Sandbox | None = None,
+        outputs_dir: str | os.PathLike[str] | None = None,
+    ) -> NotebookSession:
+        """A handle on a session created elsewhere (by another process), from ``jupyter_url`` and
+        ``session_id``. Its notebook is read back and appended to; without ``sandbox`` it is written
+        through the Jupyter contents API."""
+        client = JupyterClient.from_url(jupyter_url)
+        model = client.call("GET", f"/api/sessions/{session_id}", expect=(200,))
+        path = model["path"]
+        name = posixpath.splitext(posixpath.basename(path))[0]
+        cells: list[dict[str, Any]] = []
+        metadata = None
+        status, nb = client.request("GET", f"/api/contents/{_quote(path)}?type=notebook&content=1")
+        if status == 200 and isinstance(nb, dict) and isinstance(nb.get("content"), dict):
+            cells = list(nb["content"].get("cells", []))
+            metadata = nb["content"].get("metadata") or None
+        session = cls(
+            client,
+            session_id=session_id,
+            kernel_id=model["kernel"]["id"],
+            notebook_path=path,
+            name=name,
+            sandbox=sandbox,
+            mirror_path=Path(outputs_dir) / f"{name}.ipynb" if outputs_dir else None,
+            cells=cells,
+            metadata=metadata,
+        )
+        session._connect()
+        info = session._run(
+            "print(globals().get('__seer_model_info__') or '')", hidden=True, timeout=60, record=False
+        )
+        session.model_info_text = info.stdout.strip() or NO_MODELS_TEXT
+        return session
+
+
+def unique_notebook_path(client: JupyterClient, directory: str, name: str) -> tuple[str, str]:
+    """``(path, name)`` of a notebook ``<directory>/<name>.ipynb`` that does not exist yet."""
+    candidate = name
+    for n in range(2, 1000):
+        path = posixpath.join(directory, f"{candidate}.ipynb")
+        if not client.path_exists(path):
+            return path, candidate
+        candidate = f"{name}-{n}"
+    raise NotebookError(f"too many notebooks named {name!r} in {directory!r}")
