@@ -1,0 +1,17 @@
+"""The entry-point module of seer-mcp: registers the ``mcp`` expose mode and ``seer mcp`` commands.
+
+Kept cheap to import: nothing here imports the ``mcp`` SDK.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import seer
+
+
+@seer.hookimpl
+def seer_register_commands(cli: Any) -> None:
+    from seer_mcp.commands import app
+
+    cli.add_typer(app, name="mcp", help="Run seer's MCP servers (stdio) for agents.")
