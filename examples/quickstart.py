@@ -1,61 +1,72 @@
-"""seer's quickstart: a sandbox on the built-in local provider, start to finish.
+"""seer's quickstart: a sandbox with a model already loaded in a notebook kernel, start to finish.
 
     python examples/quickstart.py
 
-Starts a CPU sandbox whose Python has numpy, runs code in it, moves a file in and back out, and
-tears it down. On the local provider a sandbox is a working directory plus processes on this
-machine, watched by a supervisor that removes it at terminate() or when its timeout passes; if
-this script's Python lacks numpy, the sandbox gets a cached overlay environment that adds it.
+It builds a tiny Llama-style model offline (no model hub needed) and places it in this machine's
+Hugging Face cache as ``seer-testing/tiny-llama``; then it starts a notebook sandbox on the
+built-in local provider, where seer fetches the model (from the cache: nothing is downloaded),
+starts Jupyter and a kernel with ``model`` and ``tokenizer`` pre-loaded, runs cells in it the way
+an agent would, and tears everything down.
+
+To use a real model instead, set ``MODEL = "google/gemma-2-2b-it"`` (any hub id; it is downloaded
+once into your Hugging Face cache) and drop the two tiny-model lines.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 
-from seer import ExecutionMode, Sandbox, SandboxConfig
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the tiny model is local; no hub is contacted
+
+from seer.environment import ExecutionMode, ModelConfig, Sandbox, SandboxConfig
+from seer.execution import create_notebook_session
+from seer.testing.tiny_model import install_tiny_models
+from seer.workspace import Workspace
+
+MODEL = install_tiny_models(adapter_id=None).repo_id  # "seer-testing/tiny-llama", built offline
 
 
 def main() -> None:
     config = SandboxConfig(
-        gpu=None,  # CPU; e.g. gpu="A100" on a provider (or machine) that has one
-        python_packages=["numpy"],
-        execution_mode=ExecutionMode.CLI,  # a plain shell: no Jupyter server needed here
-        env={"GREETING": "hello from the config"},
-        timeout=600,  # the sandbox tears itself down after 10 minutes, whatever happens here
+        execution_mode=ExecutionMode.NOTEBOOK,
+        gpu=None,  # CPU here; e.g. gpu="A100" on a provider (or machine) that has one
+        models=[ModelConfig(name=MODEL)],
+        python_packages=["torch", "transformers"],
+        timeout=900,  # the sandbox tears itself down after 15 minutes, whatever happens here
     )
     t0 = time.monotonic()
     sandbox = Sandbox(config).start(name="quickstart")
     try:
-        print(f"started sandbox {sandbox.sandbox_id} on the {sandbox.provider!r} provider", end="")
-        print(f" in {time.monotonic() - t0:.1f} s")
-        print(f"  working directory: {sandbox.workdir}")
+        session = create_notebook_session(sandbox, Workspace(), name="quickstart", outputs_dir=False)
+        ready = time.monotonic() - t0
+        print(f"sandbox {sandbox.sandbox_id} ready in {ready:.1f} s; what a setup script prints:")
+        print(json.dumps({"session_id": session.session_id, "jupyter_url": session.jupyter_url}))
+        print(session.model_info_text)
 
-        # A shell command: a string runs through bash, so pipes and variables work.
-        result = sandbox.exec('echo "$GREETING" | tr a-z A-Z', check=True)
-        print(f"  exec: {result.stdout.strip()!r} (exit {result.exit_code})")
-
-        # Python code, run by the sandbox's interpreter (the one with python_packages).
-        code = (
-            "import numpy as np\n"
-            "x = np.arange(1, 11)\n"
-            "print(f'numpy {np.__version__}: sum={x.sum()} mean={x.mean()}')\n"
+        # The agent's cells: the model is already loaded, so it is simply used.
+        result = session.exec(
+            "inputs = tokenizer('the quick brown fox', return_tensors='pt').to(model.device)\n"
+            "out = model.generate(**inputs, max_new_tokens=6, do_sample=False,"
+            " pad_token_id=tokenizer.pad_token_id)\n"
+            "print(out[0, inputs['input_ids'].shape[1]:].tolist())\n"
         )
-        print(f"  exec_python: {sandbox.exec_python(code, check=True).stdout.strip()}")
-
-        # Files: write one into the sandbox, let code there read it and write a result, read that.
-        sandbox.write_file("inputs/numbers.json", json.dumps([3, 1, 4, 1, 5, 9, 2, 6]))
-        sandbox.ensure_dir("outputs")
-        sandbox.exec_python(
-            "import json, numpy as np\n"
-            "xs = np.array(json.load(open('inputs/numbers.json')))\n"
-            "summary = {'n': int(xs.size), 'max': int(xs.max()), 'sorted': sorted(xs.tolist())}\n"
-            "json.dump(summary, open('outputs/summary.json', 'w'))\n",
-            check=True,
+        # (The tiny model's weights are random, so its tokens are not words.)
+        print(f"generate -> new token ids {result.stdout.strip()}")
+        hidden = session.exec(
+            "import torch\n"
+            "with torch.no_grad():\n"
+            "    hs = model(**inputs, output_hidden_states=True).hidden_states\n"
+            "print(len(hs), tuple(hs[-1].shape))\n"
         )
-        summary = json.loads(sandbox.read_file("outputs/summary.json"))
-        print(f"  wrote inputs/numbers.json, read back outputs/summary.json: {summary}")
-        assert summary == {"n": 8, "max": 9, "sorted": [1, 1, 2, 3, 4, 5, 6, 9]}, summary
+        print(f"hidden states (count, last shape) -> {hidden.stdout.strip()}")
+
+        # The same sandbox is a shell too; the model's path is in the environment.
+        path = sandbox.exec("echo $MODEL_SEER_TESTING_TINY_LLAMA_PATH", check=True).stdout.strip()
+        print(f"model files in the sandbox: {path}")
+        print(f"every visible cell is in the notebook {session.notebook_path} (open {session.jupyter_url})")
+        assert result.ok and hidden.ok, (result.error, hidden.error)
     finally:
         sandbox.terminate()
     print(f"terminated: status is now {sandbox.status.value!r}; nothing is left running")
