@@ -23,6 +23,7 @@ from seer.hookspecs import hookimpl
 from seer.loader import load_config
 from seer.providers.base import ExecResult, Snapshot
 from seer.sandbox import RepoHandle, Sandbox
+from seer.scoped import ScopedSandbox
 from seer.workspace import Library, Skill, Workspace
 
 try:
@@ -45,6 +46,7 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "SandboxStartError",
+    "ScopedSandbox",
     "SeerError",
     "Skill",
     "Snapshot",

@@ -3,6 +3,7 @@
 from seer.config import ExecutionMode, ModelConfig, RepoConfig, SandboxConfig
 from seer.providers.base import Snapshot
 from seer.sandbox import RepoHandle, Sandbox
+from seer.scoped import ScopedSandbox
 
 __all__ = [
     "ExecutionMode",
@@ -11,5 +12,6 @@ __all__ = [
     "RepoHandle",
     "Sandbox",
     "SandboxConfig",
+    "ScopedSandbox",
     "Snapshot",
 ]

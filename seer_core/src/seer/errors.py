@@ -160,3 +160,92 @@ class CellExecutionError(NotebookError):
     def __init__(self, message: str, *, result: object = None):
         self.result = result
         super().__init__(message)
+
+
+class InterfaceError(ConfigError):
+    """An interface file for :meth:`ScopedSandbox.serve` cannot be served: it does not parse, it
+    exposes nothing, or an ``@expose`` function takes what RPC cannot pass (``*args``,
+    ``**kwargs``). ``problems`` name the file and line. Raised before anything is uploaded."""
+
+    def __init__(self, problems: Sequence[ConfigProblem] | str, *, title: str = "Invalid interface file"):
+        super().__init__(problems, title=title)
+
+
+class InterfaceLoadError(SandboxError):
+    """The RPC server could not load an interface file in the sandbox (its module code raised, or
+    the server did not come up). The message carries the server's log tail."""
+
+
+class RpcError(SeerError):
+    """A call over RPC to a served interface failed. ``function`` names the function (None for
+    requests that are not calls) and ``status`` the HTTP status (None when there was no answer)."""
+
+    def __init__(self, message: str, *, function: str | None = None, status: int | None = None):
+        self.function, self.status = function, status
+        super().__init__(message)
+
+
+class RpcConnectionError(RpcError, ConnectionError):
+    """The RPC server could not be reached (the sandbox is gone, or the interface was stopped)."""
+
+
+class RpcAuthError(RpcError, PermissionError):
+    """The RPC server refused the request's token (missing: HTTP 401, wrong: HTTP 403). A client
+    of an interface served again since holds the old token: get a new client from the new
+    :class:`~seer.rpc.ServedInterface`."""
+
+
+class UnknownFunctionError(RpcError, LookupError):
+    """The interface exposes no function of that name (only ``@expose`` functions are callable)."""
+
+
+class BadArgumentsError(RpcError, TypeError):
+    """The arguments do not fit the function's signature or type hints. ``parameter`` names the
+    parameter at fault, when one is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        function: str | None = None,
+        status: int | None = None,
+        parameter: str | None = None,
+    ):
+        self.parameter = parameter
+        super().__init__(message, function=function, status=status)
+
+
+class RpcTimeoutError(RpcError, TimeoutError):
+    """The call ran past its timeout. The server answered without waiting further, but the
+    function's thread cannot be killed and may still be running in the sandbox."""
+
+
+class RequestTooLargeError(RpcError, ValueError):
+    """The request (the serialized arguments) is larger than the server accepts (HTTP 413)."""
+
+
+class SerializationError(RpcError, TypeError):
+    """A value cannot cross the wire: an argument or result of a type the wire format does not
+    carry (the message names the type and where it is), or a malformed message."""
+
+
+class RemoteError(RpcError):
+    """The exposed function raised in the sandbox. ``remote_type`` is the exception's type
+    (``ValueError``, ``torch.OutOfMemoryError``), ``message`` its text and ``traceback`` the
+    remote traceback, as text."""
+
+    def __init__(
+        self,
+        remote_type: str,
+        message: str,
+        traceback: str = "",
+        *,
+        function: str | None = None,
+        status: int | None = None,
+    ):
+        self.remote_type, self.message, self.traceback = remote_type, message, traceback
+        where = f" in {function}()" if function else ""
+        text = f"{remote_type}{where}: {message}" if message else f"{remote_type}{where}"
+        if traceback.strip():
+            text += f"\n\nRemote traceback:\n{traceback.rstrip()}"
+        super().__init__(text, function=function, status=status)
