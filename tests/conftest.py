@@ -21,6 +21,7 @@ _HOME = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
 os.environ["SEER_HOME"] = str(_HOME)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HOME"] = str(_HOME / "hf-home")
+os.environ["SEER_OUTPUTS_DIR"] = str(_HOME / "outputs")  # notebook mirrors, not in the checkout
 os.environ.pop("HF_HUB_CACHE", None)
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("SEER_PROVIDER", None)

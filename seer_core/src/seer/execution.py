@@ -22,14 +22,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from seer.errors import ConfigError, NotebookError
 
 if TYPE_CHECKING:
+    from seer.cli_session import CliSession
+    from seer.local_session import LocalSession
     from seer.notebook import NotebookSession
     from seer.sandbox import Sandbox
 
-__all__ = ["NOTEBOOK_DIR", "create_notebook_session"]
+__all__ = ["NOTEBOOK_DIR", "create_cli_session", "create_local_session", "create_notebook_session"]
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
-#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``.
+#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``
+#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set).
 DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -84,7 +87,11 @@ def create_notebook_session(
     if outputs_dir is False:
         mirror = None
     else:
-        base = Path(outputs_dir) if outputs_dir else Path(DEFAULT_OUTPUTS_DIR) / sandbox.sandbox_id
+        base = (
+            Path(outputs_dir)
+            if outputs_dir
+            else Path(os.environ.get("SEER_OUTPUTS_DIR") or DEFAULT_OUTPUTS_DIR) / sandbox.sandbox_id
+        )
         mirror = base.absolute() / f"{name}.ipynb"
 
     kernel_id = _claim_warm_kernel(client, service) or client.start_kernel(
@@ -118,3 +125,39 @@ def create_notebook_session(
             client.request("DELETE", f"/api/kernels/{kernel_id}")
         raise
     return session
+
+
+def create_cli_session(sandbox: Sandbox, workspace: Any = None, *, name: str | None = None) -> CliSession:
+    """A new shell session in ``sandbox`` (any execution mode; ``cli`` is the one made for it),
+    with ``workspace`` installed: its libraries importable by the sandbox's ``python`` through
+    ``PYTHONPATH``, its ``custom_init_code`` run once now.
+
+    Each ``session.run(command)`` is a fresh ``bash -c`` in the sandbox's working directory with the
+    session's environment (``cd`` and ``export`` do not carry over). ``session.mcp_config`` starts the
+    shell MCP server on it; ``session.prompt`` tells the agent what it has. ``name`` (a label)
+    defaults to ``shell-<date>-<time>``.
+    """
+    from seer.cli_session import new_session
+
+    return new_session(sandbox, workspace, name=name)
+
+
+def create_local_session(
+    workspace: Any = None, workspace_dir: str | os.PathLike[str] = ".", name: str | None = None
+) -> LocalSession:
+    """A session for an agent working on this machine, in ``workspace_dir`` (created if need be),
+    with ``workspace`` installed there: its libraries written at the top of the directory (a script
+    there, or ``python -c`` run from there, imports them; ``session.env`` puts them on
+    ``PYTHONPATH`` for code elsewhere), its skills and files installed, its ``custom_init_code``
+    run once now.
+
+    With a library from ``ScopedSandbox.serve(..., expose_as="library")`` in the workspace, the
+    agent's local code imports it and calls functions that run in the sandbox (seed Pattern 4).
+    ``session.mcp_config`` holds the MCP servers the workspace carries, for the agent's harness to
+    load; ``session.prompt`` tells the agent what it has. ``name`` defaults to
+    ``local-<date>-<time>``. A library file would replace a file of the user's: refused, with
+    :class:`~seer.errors.ConfigError`.
+    """
+    from seer.local_session import new_local_session
+
+    return new_local_session(workspace, workspace_dir, name)

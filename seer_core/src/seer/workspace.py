@@ -741,6 +741,63 @@ def _file_pairs(
     return pairs
 
 
+#: keys that make a mapping one MCP server's config (``mcpServers`` entry shape)
+_MCP_SERVER_KEYS = frozenset({"command", "url"})
+
+
+def _mcp_entries(value: Mapping[Any, Any]) -> list[tuple[str | None, Any]]:
+    """``(name or None, config)`` for each MCP server a mapping describes: one server's config
+    (``{"command": ...}`` or ``{"url": ...}``, named by a ``name`` key or, for seer's ``mcp``
+    expose mode, by the interface name in its ``env``), a ``{name: config}`` mapping, or a whole
+    ``{"mcpServers": {...}}`` file."""
+    if "mcpServers" in value and isinstance(value["mcpServers"], Mapping):
+        return list(value["mcpServers"].items())
+    if _MCP_SERVER_KEYS & set(value):
+        name = value.get("name")
+        env = value.get("env")
+        if name is None and isinstance(env, Mapping):  # seer's `mcp` expose mode names its interface
+            name = env.get("SEER_RPC_NAME")
+        return [(name if isinstance(name, str) else None, {k: v for k, v in value.items() if k != "name"})]
+    return list(value.items())
+
+
+def _add_mcp_servers(
+    value: Mapping[Any, Any], where: str, into: dict[str, dict[str, Any]], problems: list[ConfigProblem]
+) -> None:
+    """Check the MCP server configs in ``value`` and add them to ``into`` by name."""
+    entries = _mcp_entries(value)
+    if not entries:
+        problems.append(ConfigProblem(where, "an empty mapping names no MCP server"))
+    for name, config in entries:
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            problems.append(
+                ConfigProblem(where, f"an MCP server's name must be a non-empty string, got {name!r}")
+            )
+            continue
+        if not isinstance(config, Mapping) or not (_MCP_SERVER_KEYS & set(config)):
+            problems.append(
+                ConfigProblem(
+                    f"{where}[{name!r}]" if name else where,
+                    "an MCP server config must be a mapping with 'command' (stdio) or 'url' (HTTP), got "
+                    + (
+                        f"keys {sorted(map(str, config))!r}"
+                        if isinstance(config, Mapping)
+                        else type(config).__name__
+                    ),
+                )
+            )
+            continue
+        if name is None:  # unnamed: mcp, mcp-2, mcp-3, ...
+            name, n = "mcp", 1
+            while name in into:
+                n += 1
+                name = f"mcp-{n}"
+        if name in into:
+            problems.append(ConfigProblem(where, f"an MCP server named {name!r} is already given"))
+            continue
+        into[name] = dict(config)
+
+
 class Workspace:
     """Libraries, skills, files and start-up code for an agent's session.
 
@@ -753,6 +810,15 @@ class Workspace:
     working directory. ``skill_dirs`` are skill folders (``SKILL.md`` plus files), installed for
     the agent like ``skills``; to make a skill's ``code.py`` importable use
     :meth:`Library.from_skill_dir`.
+
+    ``mcp_servers`` are MCP server configs for the agent's harness to load: what
+    ``ScopedSandbox.serve(..., expose_as="mcp")`` returns (named after the interface), any
+    ``{"command": ...}`` or ``{"url": ...}`` entry (named by a ``name`` key), ``{name: config}``
+    mappings, or a whole ``{"mcpServers": {...}}``. A mapping given in ``libraries`` is taken as
+    one too, so the seed's ``Workspace(libraries=[scoped.serve(..., expose_as="mcp")])`` works.
+    They are kept by name in :attr:`mcp_servers` (an unnamed one is called ``mcp``, ``mcp-2``,
+    ...); installing a workspace does not start them: :func:`seer.execution.create_local_session`
+    hands them on as ``session.mcp_config``.
     """
 
     def __init__(
@@ -765,12 +831,17 @@ class Workspace:
         custom_init_code: str = "",
         preload_models: bool = True,
         hidden_model_loading: bool = True,
+        mcp_servers: Sequence[Mapping[str, Any]] | Mapping[str, Any] = (),
     ):
         problems: list[ConfigProblem] = []
         self.libraries: list[Library] = []
+        #: MCP server configs by name, in the ``mcpServers`` entry shape
+        self.mcp_servers: dict[str, dict[str, Any]] = {}
         seen_libs: dict[str, str] = {}
         for i, lib in enumerate(self._list(libraries, "libraries", problems)):
-            if not isinstance(lib, Library):
+            if isinstance(lib, Mapping):  # an MCP server config (expose_as="mcp")
+                _add_mcp_servers(lib, f"libraries[{i}]", self.mcp_servers, problems)
+            elif not isinstance(lib, Library):
                 hint = " (use Library.from_file(...))" if isinstance(lib, str | os.PathLike) else ""
                 problems.append(ConfigProblem(f"libraries[{i}]", f"expected a Library, got {lib!r}{hint}"))
             elif lib.name in seen_libs:
@@ -833,6 +904,21 @@ class Workspace:
 
         self.local_files: list[tuple[str, str]] = _file_pairs(local_files, "local_files", "file", problems)
         self.local_dirs: list[tuple[str, str]] = _file_pairs(local_dirs, "local_dirs", "dir", problems)
+        servers = (
+            [mcp_servers]
+            if isinstance(mcp_servers, Mapping)
+            else self._list(mcp_servers, "mcp_servers", problems)
+        )
+        for i, server in enumerate(servers):
+            where = "mcp_servers" if isinstance(mcp_servers, Mapping) else f"mcp_servers[{i}]"
+            if isinstance(server, Mapping):
+                _add_mcp_servers(server, where, self.mcp_servers, problems)
+            else:
+                problems.append(
+                    ConfigProblem(
+                        where, f"expected an MCP server config (a mapping), got {type(server).__name__}"
+                    )
+                )
 
         if not isinstance(custom_init_code, str):
             problems.append(
@@ -973,5 +1059,7 @@ class Workspace:
     def __repr__(self) -> str:
         return (
             f"Workspace(libraries={self.library_names!r}, skills={[s.name for s in self.all_skills]!r}, "
-            f"local_files={len(self.local_files)}, local_dirs={len(self.local_dirs)})"
+            f"local_files={len(self.local_files)}, local_dirs={len(self.local_dirs)}"
+            + (f", mcp_servers={sorted(self.mcp_servers)!r}" if self.mcp_servers else "")
+            + ")"
         )

@@ -369,3 +369,11 @@ class LocalMode(ExecutionModePlugin):
 def seer_register_execution_modes(register: Any) -> None:
     for mode in (NotebookMode, CliMode, LocalMode):
         register(mode)
+
+
+@hookimpl
+def seer_register_expose_modes(register: Any) -> None:
+    from seer.modes.expose import BUILTIN_EXPOSE_MODES
+
+    for mode in BUILTIN_EXPOSE_MODES:
+        register(mode)
