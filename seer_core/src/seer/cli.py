@@ -585,6 +585,53 @@ def schema(
     _stderr().print(f"Wrote {escape(str(output))}")
 
 
+@_handle_errors
+def skill_install(
+    directory: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="DIR",
+            help="The skills folder (default: ./.claude/skills, where Claude Code finds a project's skills).",
+            show_default=False,
+            file_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Install seer's own agent skill: writes DIR/seer/SKILL.md (replacing an older one).
+
+    The skill teaches an agent seer: setup scripts, attaching to notebook sessions through the
+    notebook MCP server, CLI sessions, scoped sandboxes, GPUs, cleanup. Prints the file's
+    absolute path.
+    """
+    from seer import skill
+
+    target = directory if directory is not None else Path(skill.DEFAULT_DIR)
+    try:
+        path = skill.install(target)
+    except OSError as exc:
+        _fail(f"cannot write the skill into {str(target)!r}: {exc.strerror or exc}")
+    typer.echo(str(path.absolute()))
+
+
+@_handle_errors
+def skill_show() -> None:
+    """Print seer's own agent skill (the SKILL.md that `seer skill install` writes)."""
+    from seer import skill
+
+    typer.echo(skill.skill().skill_md, nl=False)
+
+
+def _skill_app() -> typer.Typer:
+    group = typer.Typer(
+        name="skill",
+        no_args_is_help=True,
+        help="seer's own agent skill (SKILL.md): install it where your agent finds skills, or show it.",
+    )
+    group.command("install")(skill_install)
+    group.command("show")(skill_show)
+    return group
+
+
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"seer {seer.__version__}")
@@ -648,6 +695,7 @@ def create_app() -> typer.Typer:
     app.command("logs")(logs)
     app.command("plugins")(plugins_)
     app.command("schema")(schema)
+    app.add_typer(_skill_app(), name="skill")
     try:
         plugins.hook().seer_register_commands(cli=app)
     except Exception as exc:
