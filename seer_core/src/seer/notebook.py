@@ -661,6 +661,33 @@ class NotebookSession:
         return self._client
 
     @property
+    def mcp_config(self) -> dict[str, Any]:
+        """An MCP server entry for this session, to put as it is in an agent's MCP settings
+        (``mcp_servers = {"notebooks": session.mcp_config}``): seer's notebook MCP server on stdio,
+        with this session as its default (``SEER_SESSION_ID``, ``SEER_JUPYTER_URL``).
+
+        The config holds a credential: the Jupyter URL carries the server's token. Hand it only to
+        the agent that may use the session; do not log or commit it. Needs seer's MCP plugin
+        (``pip install "seer[mcp]"``); raises :class:`~seer.errors.PluginError` without it.
+        """
+        import importlib.util
+        import sys
+
+        from seer.errors import PluginError
+
+        if importlib.util.find_spec("seer_mcp") is None:
+            raise PluginError(
+                "session.mcp_config needs seer's MCP plugin (the seer-mcp package); "
+                'install it with: pip install "seer[mcp]"'
+            )
+        return {
+            "type": "stdio",
+            "command": sys.executable,
+            "args": ["-m", "seer_mcp.notebook"],
+            "env": {"SEER_SESSION_ID": self.session_id, "SEER_JUPYTER_URL": self.jupyter_url},
+        }
+
+    @property
     def cells(self) -> list[dict[str, Any]]:
         """The notebook's cells so far (nbformat dicts)."""
         return self._nb.cells

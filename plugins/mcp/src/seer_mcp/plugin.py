@@ -15,3 +15,10 @@ def seer_register_commands(cli: Any) -> None:
     from seer_mcp.commands import app
 
     cli.add_typer(app, name="mcp", help="Run seer's MCP servers (stdio) for agents.")
+
+
+@seer.hookimpl
+def seer_register_expose_modes(register: Any) -> None:
+    from seer_mcp.expose import McpMode
+
+    register(McpMode)

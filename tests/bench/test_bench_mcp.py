@@ -1,0 +1,137 @@
+"""The notebook MCP server against talking to the kernel by hand.
+
+What each row means:
+
+* ``execute_code "1+1" over stdio MCP``: an MCP client (the mcp SDK's own, over stdio) calls
+  ``execute_code`` on ``python -m seer_mcp.notebook`` attached to a session, against a
+  ``BlockingKernelClient`` on the *same* kernel (its connection file from the server's runtime
+  directory): execute, wait for the reply and for the kernel to go idle. seer's extra: the JSON-RPC
+  hop over stdio, the server's thread hand-offs, the Jupyter server and its websocket, and the
+  notebook the cell is recorded in (written off the call's path). Target: at most 3x, and under
+  15 ms.
+* ``execute_code vs NotebookSession.exec``: the same call against ``session.exec("1+1")`` in this
+  process, on the same kernel: what the MCP layer itself adds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _harness import BenchReport, compare
+
+pytest.importorskip("jupyter_server")
+pytest.importorskip("jupyter_client")
+pytest.importorskip("websocket")
+pytest.importorskip("mcp")
+pytest.importorskip("seer_mcp")
+
+from _mcp_client import McpClient, server_env, texts
+from seer import Sandbox, SandboxConfig
+from seer.execution import create_notebook_session
+
+GROUP = "mcp"
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    sandbox = Sandbox(SandboxConfig(timeout=900)).start()
+    try:
+        nb = create_notebook_session(sandbox, name="bench", outputs_dir=False)
+        try:
+            yield nb
+        finally:
+            nb.shutdown()
+    finally:
+        sandbox.terminate()
+
+
+@pytest.fixture(scope="module")
+def client(session: Any) -> Iterator[McpClient]:
+    with McpClient(["-m", "seer_mcp.notebook"], server_env()) as c:
+        attached = c.call(
+            "attach_to_session", {"session_id": session.session_id, "jupyter_url": session.jupyter_url}
+        )
+        assert not attached.is_error, texts(attached)
+        yield c
+
+
+def _check(value: str | None) -> None:
+    assert value == "2", value
+
+
+def test_bench_execute_code_round_trip(bench_report: BenchReport, session: Any, client: McpClient) -> None:
+    from jupyter_client import BlockingKernelClient
+
+    service = session.sandbox._services["jupyter"]
+    kc = BlockingKernelClient(
+        connection_file=os.path.join(service["runtime_dir"], f"kernel-{session.kernel_id}.json")
+    )
+    kc.load_connection_file()
+    kc.start_channels()
+    args = {"session_id": session.session_id, "code": "1+1"}
+    # As after a setup script exits: nothing else listens to the kernel (the session reconnects
+    # by itself when it runs a cell again).
+    session._channels.close()
+    try:
+        kc.wait_for_ready(timeout=60)
+
+        def raw() -> str | None:
+            msg_id = kc.execute("1+1")
+            value = None
+            while True:
+                msg = kc.get_iopub_msg(timeout=30)
+                if msg["parent_header"].get("msg_id") != msg_id:
+                    continue
+                if msg["msg_type"] == "execute_result":
+                    value = msg["content"]["data"]["text/plain"]
+                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    break
+            reply = kc.get_shell_msg(timeout=30)
+            assert reply["parent_header"]["msg_id"] == msg_id
+            return value
+
+        def over_mcp() -> str | None:
+            result = client.call("execute_code", args)
+            assert not result.is_error, texts(result)
+            return texts(result)[0]
+
+        cmp = bench_report.add(
+            GROUP,
+            compare(
+                'execute_code "1+1" over stdio MCP',
+                seer=over_mcp,
+                baseline=raw,
+                repeat=100,
+                warmup=5,
+                check_seer=_check,
+                check_baseline=_check,
+                note="baseline: BlockingKernelClient on the same kernel (execute, reply, idle); "
+                "target <= 3x and < 15 ms",
+            ),
+        )
+        assert cmp.seer.median > 0 and cmp.baseline.median > 0
+    finally:
+        kc.stop_channels()
+
+
+def test_bench_execute_code_vs_session_exec(
+    bench_report: BenchReport, session: Any, client: McpClient
+) -> None:
+    args = {"session_id": session.session_id, "code": "1+1"}
+    cmp = bench_report.add(
+        GROUP,
+        compare(
+            "execute_code vs NotebookSession.exec",
+            seer=lambda: texts(client.call("execute_code", args))[0],
+            baseline=lambda: session.exec("1+1").result,
+            repeat=60,
+            warmup=5,
+            check_seer=_check,
+            check_baseline=_check,
+            note="baseline: session.exec('1+1') in this process, same kernel: the MCP layer's cost",
+        ),
+    )
+    assert cmp.seer.median > 0
