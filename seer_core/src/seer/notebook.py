@@ -66,6 +66,8 @@ INTERRUPT_GRACE = 10.0
 LIVENESS_INTERVAL = 10.0
 #: Longest wait for a kernel (and whatever its start-up imports) to accept a connection.
 CONNECT_TIMEOUT = 180.0
+#: How often ``restart()`` sets a fresh kernel up again when the connection drops during setup.
+RESTART_SETUP_ATTEMPTS = 3
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -1062,14 +1064,26 @@ class NotebookSession:
             if not self._auto_restarted:
                 self._restart_kernel()
             self._auto_restarted = False
-            self._displays.clear()
-            self._dead = None
-            self._connect()
-            self._apply_env()
-            self._load_models()
-            self.installed = []
-            for workspace in self.workspaces:
-                self._apply(workspace)
+            # After a crash the server may still be restarting the kernel on its own, racing the
+            # restart above; a connection made meanwhile can drop mid-setup and lose a setup cell.
+            # Setting up a fresh kernel again is harmless, so retry (bounded) when that happens.
+            for attempt in range(RESTART_SETUP_ATTEMPTS):
+                self._displays.clear()
+                self._dead = None
+                try:
+                    self._connect()
+                    self._apply_env()
+                    self._load_models()
+                    self.installed = []
+                    for workspace in self.workspaces:
+                        self._apply(workspace)
+                    return
+                except NotebookError:
+                    if attempt == RESTART_SETUP_ATTEMPTS - 1:
+                        raise
+                    time.sleep(1.0)  # let the server's own restart finish
+                    if self._kernel_model() is None:
+                        self._restart_kernel()  # the kernel is gone altogether: get a new one
 
     def _restart_kernel(self) -> None:
         """Restart the kernel through the server, or give the session a new one if it is gone."""
