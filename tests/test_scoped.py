@@ -434,3 +434,73 @@ def test_an_interface_that_raises_while_loading_is_reported(scoped: ScopedSandbo
     shadow = _write(tmp_path / "numpy_clash.py", "@expose\ndef f():\n    pass\n")
     with pytest.raises(InterfaceLoadError, match="also an installed module"):
         scoped.serve(shadow, None, name="numpy")
+
+
+def _agent_script(script: str, cwd: Path) -> Any:
+    """Run ``script`` as the agent would, in a fresh interpreter without torch; its last line as JSON."""
+    import subprocess
+    import sys
+
+    prelude = 'import sys\nsys.modules["torch"] = None\n'  # the agent's side needs no torch
+    proc = subprocess.run(
+        [sys.executable, "-c", prelude + script], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_seed_interface_through_each_of_the_four_expose_modes(seed: ServedInterface, tmp_path: Path) -> None:
+    """Seed 002's interface with the tiny model, reached through library, prompt, skill and mcp
+    exactly as ``serve(expose_as=...)`` hands them over, each used the way an agent uses it."""
+    import re
+
+    from _mcp_client import McpClient, server_env
+    from seer import plugins
+
+    prompt_text = "The quick brown fox"
+    expected = seed.client().call("get_activations", prompt_text, layer=1)
+    assert expected["layer"] == 1 and len(expected["activations"]) == expected["shape"][0]
+
+    def mode(name: str) -> Any:
+        return plugins.get_expose_mode(name)().expose(seed)
+
+    # library: the generated module, imported and called.
+    lib = mode("library")
+    lib.install_into(tmp_path / "lib")
+    got = _agent_script(
+        f"import json, {lib.name}\nprint(json.dumps({lib.name}.get_activations({prompt_text!r}, layer=1)))\n",
+        tmp_path / "lib",
+    )
+    assert got == expected
+
+    # prompt: a script built only from what the prompt text says.
+    text = mode("prompt")
+    snippet = re.findall(r"```python\n(.*?)```", text, re.DOTALL)[0]
+    client_var = re.search(r"Call: `(\w+)\.call\(", text)
+    assert client_var is not None, text
+    got = _agent_script(
+        snippet + f"\nimport json\nprint(json.dumps({client_var.group(1)}.call("
+        f"'get_activations', {prompt_text!r}, 1)))\n",
+        tmp_path,
+    )
+    assert got == expected
+
+    # skill: installed into a skills folder and used from there.
+    folder = mode("skill").install_into(tmp_path / "skills")
+    got = _agent_script(
+        f"import json, sys\nsys.path.insert(0, {str(folder)!r})\nimport {seed.name}\n"
+        f"print(json.dumps({seed.name}.get_activations({prompt_text!r}, 1)))\n",
+        tmp_path,
+    )
+    assert got == expected
+
+    # mcp: the tools listed and called by the mcp SDK's own client over stdio.
+    config = mode("mcp")
+    with McpClient(config["args"], env=server_env(config["env"]), command=config["command"]) as client:
+        names = {tool.name for tool in client.tools()}
+        assert {"get_activations", "get_activations_tensor", "list_cache"} <= names
+        result = client.call("get_activations", {"prompt": prompt_text, "layer": 1})
+        assert not result.is_error, result
+        assert result.structured_content is not None
+        shown = json.dumps(result.structured_content)
+        assert str(expected["shape"][0]) in shown and '"layer": 1' in shown
