@@ -24,10 +24,16 @@ from seer.errors import ConfigError, NotebookError
 if TYPE_CHECKING:
     from seer.cli_session import CliSession
     from seer.local_session import LocalSession
-    from seer.notebook import NotebookSession
+    from seer.notebook import JupyterClient, NotebookSession
     from seer.sandbox import Sandbox
 
-__all__ = ["NOTEBOOK_DIR", "create_cli_session", "create_local_session", "create_notebook_session"]
+__all__ = [
+    "NOTEBOOK_DIR",
+    "create_cli_session",
+    "create_local_session",
+    "create_notebook_session",
+    "open_notebook_session",
+]
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
@@ -70,7 +76,7 @@ def create_notebook_session(
     defaults to ``session-<date>-<time>``; a name already taken gets a ``-2``, ``-3``, ... suffix.
     If anything fails, the kernel is shut down and the error raised.
     """
-    from seer.notebook import JupyterClient, NotebookSession, unique_notebook_path
+    from seer.notebook import JupyterClient, unique_notebook_path
 
     if name is not None and not _NAME.match(name):
         raise ConfigError(
@@ -97,6 +103,36 @@ def create_notebook_session(
     kernel_id = _claim_warm_kernel(client, service) or client.start_kernel(
         service.get("kernel_name", "python3")
     )
+    return open_notebook_session(
+        client,
+        kernel_id,
+        path,
+        name,
+        workspace=workspace,
+        sandbox=sandbox,
+        mirror_path=mirror,
+        kernel_env_file=service.get("kernel_env"),
+    )
+
+
+def open_notebook_session(
+    client: JupyterClient,
+    kernel_id: str,
+    path: str,
+    name: str,
+    *,
+    workspace: Any = None,
+    sandbox: Sandbox | None = None,
+    mirror_path: Path | None = None,
+    kernel_env_file: str | None = None,
+) -> NotebookSession:
+    """A Jupyter session for notebook ``path`` on a started kernel, set up (models, ``workspace``).
+
+    What :func:`create_notebook_session` does once it has a kernel; also used where only the
+    Jupyter server's URL is known (the notebook MCP server). On failure the kernel is shut down.
+    """
+    from seer.notebook import NotebookSession
+
     session: NotebookSession | None = None
     try:
         model = client.call(
@@ -111,8 +147,8 @@ def create_notebook_session(
             notebook_path=path,
             name=name,
             sandbox=sandbox,
-            mirror_path=mirror,
-            kernel_env_file=service.get("kernel_env"),
+            mirror_path=mirror_path,
+            kernel_env_file=kernel_env_file,
         )
         session._save()
         session._connect()

@@ -644,31 +644,11 @@ class SessionRegistry:
 
         Mirrors :func:`seer.execution.create_notebook_session` for a server known only by its URL.
         """
-        from seer.execution import NOTEBOOK_DIR
+        from seer.execution import NOTEBOOK_DIR, open_notebook_session
         from seer.notebook import unique_notebook_path
 
         path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("agent-%Y%m%d-%H%M%S"))
-        kernel_id = client.start_kernel()
-        session: NotebookSession | None = None
-        try:
-            model = client.call(
-                "POST",
-                "/api/sessions",
-                {"path": path, "type": "notebook", "name": name, "kernel": {"id": kernel_id}},
-            )
-            session = NotebookSession(
-                client, session_id=model["id"], kernel_id=kernel_id, notebook_path=path, name=name
-            )
-            session._save()
-            session._connect()
-            session._initialise(None)
-            session._save()
-        except BaseException:
-            if session is not None:
-                session.shutdown()
-            else:
-                client.request("DELETE", f"/api/kernels/{kernel_id}")
-            raise
+        session = open_notebook_session(client, client.start_kernel(), path, name)
         return _Entry(session, "created")
 
     def start_local(self, name: str = "") -> _Entry:
