@@ -22,28 +22,15 @@ from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
+from seer._fieldtext import default_text, type_text
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def type_name(tp: Any) -> str:
-    """A readable type: ``list[ModelConfig]``, ``str | None``, ``dict[str, str]``."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Annotated:
-        return type_name(args[0])
-    if origin in (typing.Union, types.UnionType):
-        # No "|": a pipe inside a table cell splits the cell on some renderers, code span or not.
-        return f"Union[{', '.join(type_name(a) for a in args)}]"
-    if origin is not None:
-        name = getattr(origin, "__name__", str(origin))
-        return f"{name}[{', '.join(type_name(a) for a in args)}]" if args else name
-    if tp is type(None):
-        return "None"
-    if tp is typing.Any:
-        return "Any"
-    return getattr(tp, "__name__", str(tp))
+    """A readable type; a union nested in it reads ``Union[...]``: no "|", which splits a table cell on
+    some renderers, code span or not."""
+    return type_text(tp, union=lambda parts: f"Union[{', '.join(parts)}]")
 
 
 def constraints(field: Any) -> str:
@@ -53,18 +40,6 @@ def constraints(field: Any) -> str:
             if isinstance(meta, getattr(annotated_types, attr.capitalize())):
                 parts.append(f"{symbol} {getattr(meta, attr)}")
     return ", ".join(parts)
-
-
-def default_text(field: Any) -> str:
-    if field.default_factory is not None:
-        value = field.default_factory()
-    elif field.default is PydanticUndefined:
-        return "*required*"
-    else:
-        value = field.default
-    if isinstance(value, enum.Enum):
-        value = value.value
-    return f"`{value!r}`"
 
 
 def field_table(model: type[BaseModel], only: list[str] | None = None) -> str:
@@ -81,7 +56,7 @@ def field_table(model: type[BaseModel], only: list[str] | None = None) -> str:
         if limits:
             kind += f" ({limits})"
         description = (field.description or "").replace("|", "\\|")
-        rows.append(f"| `{name}` | {kind} | {default_text(field)} | {description} |")
+        rows.append(f"| `{name}` | {kind} | {default_text(field, required='*required*')} | {description} |")
     return "\n".join(rows)
 
 

@@ -16,17 +16,15 @@ From Python, :func:`skill` is the :class:`~seer.workspace.Skill` (to put in a
 
 from __future__ import annotations
 
-import enum
 import os
 import re
-import types
 import typing
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from seer._fieldtext import default_text, type_text
 from seer.errors import SeerError
 
 if typing.TYPE_CHECKING:
@@ -44,43 +42,12 @@ _TEMPLATE = "SKILL.md.tmpl"
 _MARKER = re.compile(r"@@([A-Z_]+)@@")
 
 
-def _type_text(tp: Any) -> str:
-    """``list[ModelConfig]``, ``str | None``: a type as a person writes it."""
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Annotated:
-        return _type_text(args[0])
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_text(a) for a in args)
-    if origin is not None:
-        name = getattr(origin, "__name__", str(origin))
-        return f"{name}[{', '.join(_type_text(a) for a in args)}]" if args else name
-    if tp is type(None):
-        return "None"
-    if tp is typing.Any:
-        return "Any"
-    return getattr(tp, "__name__", str(tp))
-
-
-def _default_text(field: Any) -> str:
-    from pydantic_core import PydanticUndefined
-
-    if field.default_factory is not None:
-        value = field.default_factory()
-    elif field.default is PydanticUndefined:
-        return "required"
-    else:
-        value = field.default
-    if isinstance(value, enum.Enum):
-        value = value.value
-    return f"`{value!r}`"
-
-
 def _field_table(model: type[BaseModel]) -> str:
     rows = ["| field | type | default | what it is |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
-        kind = _type_text(field.annotation).replace("|", "\\|")
+        kind = type_text(field.annotation).replace("|", "\\|")
         description = (field.description or "").replace("|", "\\|")
-        rows.append(f"| `{name}` | `{kind}` | {_default_text(field)} | {description} |")
+        rows.append(f"| `{name}` | `{kind}` | {default_text(field)} | {description} |")
     return "\n".join(rows)
 
 
