@@ -15,12 +15,12 @@ What each row means:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _harness import BenchReport, compare
+from _kernels import raw_execute, raw_kernel_client
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("jupyter_client")
@@ -63,35 +63,11 @@ def _check(value: str | None) -> None:
 
 
 def test_bench_execute_code_round_trip(bench_report: BenchReport, session: Any, client: McpClient) -> None:
-    from jupyter_client import BlockingKernelClient
-
-    service = session.sandbox._services["jupyter"]
-    kc = BlockingKernelClient(
-        connection_file=os.path.join(service["runtime_dir"], f"kernel-{session.kernel_id}.json")
-    )
-    kc.load_connection_file()
-    kc.start_channels()
     args = {"session_id": session.session_id, "code": "1+1"}
-    # As after a setup script exits: nothing else listens to the kernel (the session reconnects
-    # by itself when it runs a cell again).
-    session._channels.close()
-    try:
-        kc.wait_for_ready(timeout=60)
-
-        def raw() -> str | None:
-            msg_id = kc.execute("1+1")
-            value = None
-            while True:
-                msg = kc.get_iopub_msg(timeout=30)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "execute_result":
-                    value = msg["content"]["data"]["text/plain"]
-                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    break
-            reply = kc.get_shell_msg(timeout=30)
-            assert reply["parent_header"]["msg_id"] == msg_id
-            return value
+    with raw_kernel_client(session) as kc:
+        # As after a setup script exits: nothing else listens to the kernel (the session reconnects
+        # by itself when it runs a cell again).
+        session._channels.close()
 
         def over_mcp() -> str | None:
             result = client.call("execute_code", args)
@@ -103,7 +79,7 @@ def test_bench_execute_code_round_trip(bench_report: BenchReport, session: Any, 
             compare(
                 'execute_code "1+1" over stdio MCP',
                 seer=over_mcp,
-                baseline=raw,
+                baseline=lambda: raw_execute(kc, "1+1"),
                 repeat=100,
                 warmup=5,
                 check_seer=_check,
@@ -113,8 +89,6 @@ def test_bench_execute_code_round_trip(bench_report: BenchReport, session: Any, 
             ),
         )
         assert cmp.seer.median > 0 and cmp.baseline.median > 0
-    finally:
-        kc.stop_channels()
 
 
 def test_bench_execute_code_vs_session_exec(

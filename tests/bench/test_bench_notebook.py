@@ -18,7 +18,6 @@ What each row means:
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 
 import pytest
 from _harness import BenchReport, compare
+from _kernels import raw_execute, raw_kernel_client
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("jupyter_client")
@@ -153,30 +153,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 def test_bench_exec_round_trip(bench_report: BenchReport, session: Any) -> None:
-    from jupyter_client import BlockingKernelClient
-
-    service = session.sandbox._services["jupyter"]
-    connection_file = os.path.join(service["runtime_dir"], f"kernel-{session.kernel_id}.json")
-    kc = BlockingKernelClient(connection_file=connection_file)
-    kc.load_connection_file()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
-
-        def raw() -> str | None:
-            msg_id = kc.execute("1+1")
-            value = None
-            while True:
-                msg = kc.get_iopub_msg(timeout=30)
-                if msg["parent_header"].get("msg_id") != msg_id:
-                    continue
-                if msg["msg_type"] == "execute_result":
-                    value = msg["content"]["data"]["text/plain"]
-                elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                    break
-            reply = kc.get_shell_msg(timeout=30)
-            assert reply["parent_header"]["msg_id"] == msg_id
-            return value
+    with raw_kernel_client(session) as kc:
 
         def check(value: str | None) -> None:
             assert value == "2", value
@@ -186,7 +163,7 @@ def test_bench_exec_round_trip(bench_report: BenchReport, session: Any) -> None:
             compare(
                 'exec "1+1" round trip',
                 seer=lambda: session.exec("1+1").result,
-                baseline=raw,
+                baseline=lambda: raw_execute(kc, "1+1"),
                 repeat=100,
                 warmup=5,
                 check_seer=check,
@@ -196,5 +173,3 @@ def test_bench_exec_round_trip(bench_report: BenchReport, session: Any) -> None:
             ),
         )
         assert cmp.seer.median > 0
-    finally:
-        kc.stop_channels()
