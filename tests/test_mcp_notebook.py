@@ -11,11 +11,9 @@ from __future__ import annotations
 import base64
 import json
 import re
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("seer_mcp")
 
 import mcp.types as types
+from _images import tiny_png
 from _mcp_client import McpClient, Progress, server_env, text, texts
 from mcp.shared.exceptions import MCPError
 from seer import Sandbox, SandboxConfig
@@ -62,20 +61,8 @@ TOOLS = {
 }
 
 
-def _png(width: int = 3, height: int = 2) -> bytes:
-    """A valid RGB PNG built by hand (no PIL, no matplotlib)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack("!I", len(data)) + kind + data + struct.pack("!I", zlib.crc32(kind + data))
-
-    rows = b"".join(b"\x00" + b"\x00\x80\xff" * width for _ in range(height))
-    header = struct.pack("!IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+def _png() -> bytes:
+    return tiny_png(3, 2, b"\x00\x80\xff")
 
 
 def running_local_sandboxes() -> list[str]:

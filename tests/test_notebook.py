@@ -10,17 +10,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import struct
 import subprocess
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _images import tiny_png
 from filelock import FileLock
 from seer import ExecutionMode, Sandbox, SandboxConfig, SandboxStartError
 from seer.errors import CellExecutionError, CellTimeoutError, KernelDiedError, NotebookError
@@ -36,20 +35,8 @@ pytestmark = pytest.mark.slow
 MODEL_ID = "seer-testing/tiny-llama"
 
 
-def _png(width: int = 2, height: int = 2) -> bytes:
-    """A valid RGB PNG built by hand (no PIL, no matplotlib)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack("!I", len(data)) + kind + data + struct.pack("!I", zlib.crc32(kind + data))
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack("!IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+def _png() -> bytes:
+    return tiny_png(2, 2, b"\xff\x00\x00")
 
 
 # --- fixtures -------------------------------------------------------------------------------
