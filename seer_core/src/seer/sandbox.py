@@ -112,6 +112,8 @@ class Sandbox:
             labels={"seer.name": self._name},
             options=provider.parse_options(config),
             snapshot=getattr(self, "_restore_from", None),
+            repos=list(config.repos),
+            progress=progress.update,
         )
         step = "provision"
         try:

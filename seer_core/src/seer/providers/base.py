@@ -26,7 +26,7 @@ from seer.errors import CapabilityError, ConfigProblem, ExecError, SandboxError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-    from seer.config import SandboxConfig
+    from seer.config import RepoConfig, SandboxConfig
 
 __all__ = [
     "Availability",
@@ -101,6 +101,16 @@ class MachineSpec:
     labels: dict[str, str] = field(default_factory=dict)
     options: Any = None
     snapshot: Snapshot | None = None
+    #: the config's repositories; core clones them after provisioning, but a provider that builds
+    #: images uses the ones naming a ``dockerfile`` to build the machine's image
+    repos: list[RepoConfig] = field(default_factory=list)
+    #: called with lines of provisioning output (an image build, a pull) as they come
+    progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+
+    def report(self, text: str) -> None:
+        """Pass a line of provisioning output to :attr:`progress`, if anyone listens."""
+        if self.progress is not None and text.strip():
+            self.progress(text.strip())
 
 
 @dataclass(frozen=True)

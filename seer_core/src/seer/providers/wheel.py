@@ -1,0 +1,120 @@
+"""seer's runtime as a wheel, for providers that install it into a machine of their own.
+
+The sandbox runs ``seer.runtime`` from the same seer-core as the client. A provider whose machine
+is not this one (a container, a remote box) installs it there from :func:`runtime_wheel`: a wheel
+built from the ``seer`` package this process imported, so an editable checkout with uncommitted
+changes reaches the sandbox exactly as the client sees it. No build backend is involved: the wheel
+is the package's files plus the installed distribution's own metadata, zipped deterministically,
+so the same source always gives the same bytes (and an image layer built from it stays cached).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import zipfile
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from seer.state import seer_home
+
+__all__ = ["RuntimeWheel", "runtime_requirements", "runtime_wheel"]
+
+DIST = "seer-core"
+#: Every entry gets this timestamp, so the bytes depend on the contents only.
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+_WHEEL_META = "Wheel-Version: 1.0\nGenerator: seer\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+class RuntimeWheel:
+    """A built wheel: where it is, its file name and the sha256 of its bytes."""
+
+    def __init__(self, path: Path, sha256: str):
+        self.path = path
+        self.sha256 = sha256
+
+    @property
+    def filename(self) -> str:
+        return self.path.name
+
+    def __repr__(self) -> str:
+        return f"<RuntimeWheel {self.filename} sha256={self.sha256[:12]}>"
+
+
+def _package_files(package_dir: Path) -> list[tuple[str, Path]]:
+    """``(archive name, path)`` for every file of the package, compiled files left out."""
+    out = []
+    for path in sorted(package_dir.rglob("*")):
+        if path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
+            continue
+        out.append((f"seer/{path.relative_to(package_dir).as_posix()}", path))
+    return out
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def _build(version: str) -> bytes:
+    import seer
+
+    dist = metadata.distribution(DIST)
+    package_dir = Path(seer.__file__).resolve().parent
+    info = f"seer_core-{version}.dist-info"
+    entries: list[tuple[str, bytes]] = [
+        (name, path.read_bytes()) for name, path in _package_files(package_dir)
+    ]
+    meta_text = dist.read_text("METADATA")
+    if not meta_text:
+        raise RuntimeError(f"the installed {DIST} distribution has no METADATA")
+    entries.append((f"{info}/METADATA", meta_text.encode()))
+    entries.append((f"{info}/WHEEL", _WHEEL_META.encode()))
+    entry_points = dist.read_text("entry_points.txt")
+    if entry_points:
+        entries.append((f"{info}/entry_points.txt", entry_points.encode()))
+    record = [_record_line(name, data) for name, data in entries]
+    record.append(f"{info}/RECORD,,")
+    entries.append((f"{info}/RECORD", ("\n".join(record) + "\n").encode()))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in entries:
+            item = zipfile.ZipInfo(name, date_time=_EPOCH)
+            item.external_attr = 0o644 << 16
+            item.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(item, data)
+    return buf.getvalue()
+
+
+def runtime_wheel(cache_dir: Path | None = None) -> RuntimeWheel:
+    """The wheel of the running seer-core, built once per distinct content into ``cache_dir``
+    (default ``$SEER_HOME/wheels``)."""
+    version = metadata.version(DIST)
+    data = _build(version)
+    sha = hashlib.sha256(data).hexdigest()
+    folder = (cache_dir or seer_home() / "wheels") / sha[:16]
+    path = folder / f"seer_core-{version}-py3-none-any.whl"
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return RuntimeWheel(path, sha)
+
+
+@lru_cache(maxsize=1)
+def runtime_requirements() -> tuple[str, ...]:
+    """seer-core's own dependencies (no extras), as requirement strings: what the runtime needs
+    installed next to the wheel. A provider installs these in a layer of their own, so a change
+    to seer's source reinstalls only the wheel."""
+    from packaging.requirements import Requirement
+
+    out = []
+    for raw in metadata.requires(DIST) or []:
+        req = Requirement(raw)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        out.append(str(req))
+    return tuple(out)
