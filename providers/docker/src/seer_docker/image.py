@@ -1,0 +1,247 @@
+"""Sandbox images: a Dockerfile made from the config, built once per distinct content.
+
+An image is the base image (or the image a repo's ``dockerfile`` builds, or a snapshot) plus
+layers in an order that keeps rebuilds small: system packages, a virtual environment, the
+config's Python packages together with seer's own dependencies, and last seer's runtime wheel
+(which changes whenever seer's source does). The tag is a hash of everything that goes in, so an
+unchanged config finds its image and builds nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shlex
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seer.errors import SandboxError
+from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from seer.config import RepoConfig
+
+__all__ = ["HF_MOUNT", "IMAGE_REPO", "LABEL", "VENV", "ImageBuildError", "ensure_image", "render_dockerfile"]
+
+#: The sandbox's Python environment inside the image.
+VENV = "/opt/seer/venv"
+#: Where the model cache (volume or host folder) is mounted: the Hugging Face hub cache.
+HF_MOUNT = "/opt/seer/hf-hub"
+#: Repository of the images seer builds; the tag is their content hash.
+IMAGE_REPO = "seer-sandbox"
+#: Label on everything seer makes (containers, images, volumes); its value says what it is.
+LABEL = "seer.managed"
+#: Bump when the Dockerfile's shape changes, so images built by an older seer are not reused.
+RECIPE = "1"
+
+Log = Callable[[str], None]
+
+
+class ImageBuildError(SandboxError):
+    """An image build (or the pull of its base) failed; the message ends with the build's log."""
+
+
+def render_dockerfile(
+    base: str,
+    *,
+    system_packages: Iterable[str],
+    python_packages: Iterable[str],
+    wheel_name: str,
+    workdir: str,
+) -> str:
+    """The Dockerfile of a sandbox image (its context holds only the runtime wheel)."""
+    system = " ".join(shlex.quote(p) for p in system_packages)
+    packages = [*python_packages, *runtime_requirements()]
+    lines = [
+        f"FROM {base}",
+        "ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore",
+    ]
+    if system:
+        lines.append(
+            "RUN command -v apt-get >/dev/null || { echo 'seer: system_packages need apt-get in the "
+            "base image' >&2; exit 1; } && apt-get update -qq && apt-get install -y -qq "
+            f"--no-install-recommends {system} && rm -rf /var/lib/apt/lists/*"
+        )
+    lines += [
+        # What every sandbox needs of its base: bash (commands run through it) and Python >= 3.11.
+        "RUN command -v bash >/dev/null || { echo 'seer: the base image has no bash' >&2; exit 1; } "
+        "&& command -v python3 >/dev/null || { echo 'seer: the base image has no python3' >&2; exit 1; } "
+        "&& python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' "
+        '|| { echo "seer: the base image\'s python3 is older than 3.11" >&2; exit 1; }',
+        # --system-site-packages: what the base image already has (torch in a CUDA image) counts.
+        f"RUN python3 -m venv --system-site-packages {VENV}",
+        f"RUN {VENV}/bin/python -m pip install {' '.join(shlex.quote(p) for p in packages)}",
+        f"COPY {wheel_name} /opt/seer/wheels/{wheel_name}",
+        f"RUN {VENV}/bin/python -m pip install --no-deps --force-reinstall /opt/seer/wheels/{wheel_name}",
+        f"RUN mkdir -p {shlex.quote(workdir)} {HF_MOUNT}",
+        f"ENV PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "
+        f"VIRTUAL_ENV={VENV} PYTHONUNBUFFERED=1",
+        f"WORKDIR {workdir}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _stream_build(stream: Iterable[dict[str, Any]], log: Log) -> str | None:
+    """Pass a build's (or pull's) JSON lines to ``log``; return its image id, raise on an error."""
+    image_id = None
+    tail: list[str] = []
+    for chunk in stream:
+        if "error" in chunk:
+            raise ImageBuildError(
+                f"{chunk['error'].strip()}\n--- build log (tail) ---\n" + "".join(tail[-30:]).rstrip()
+            )
+        text = chunk.get("stream") or chunk.get("status") or ""
+        if text:
+            if chunk.get("progress"):
+                text = f"{text} {chunk['progress']}"
+            tail.append(text if text.endswith("\n") else text + "\n")
+            for line in text.splitlines():
+                log(line)
+        aux = chunk.get("aux")
+        if isinstance(aux, dict) and aux.get("ID"):
+            image_id = aux["ID"]
+    return image_id
+
+
+def _context(files: dict[str, bytes]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def _image_id(client: DockerClient, ref: str) -> str | None:
+    from docker.errors import ImageNotFound
+
+    try:
+        return str(client.images.get(ref).id)
+    except ImageNotFound:
+        return None
+
+
+def resolve_base(client: DockerClient, ref: str, *, pull: bool, log: Log) -> str:
+    """The id of base image ``ref``, pulled first if the engine lacks it (and ``pull``)."""
+    from docker.errors import APIError
+
+    found = _image_id(client, ref)
+    if found:
+        return found
+    if not pull:
+        raise ImageBuildError(f"base image {ref!r} is not on the Docker engine, and pull is off")
+    log(f"pulling {ref}")
+    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "latest")
+    try:
+        _stream_build(client.api.pull(repo, tag=tag or "latest", stream=True, decode=True), log)
+    except APIError as exc:
+        raise ImageBuildError(f"could not pull base image {ref!r}: {exc.explanation or exc}") from None
+    found = _image_id(client, ref)
+    if not found:
+        raise ImageBuildError(f"base image {ref!r} is still missing after the pull")
+    return found
+
+
+def _clone(repo: RepoConfig, dest: Path) -> str:
+    """Clone ``repo`` on the client (the build context comes from here); return the commit."""
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ImageBuildError(f"git {shlex.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout.strip()
+
+    git("clone", "--quiet", repo.clone_url, str(dest))
+    if repo.ref:
+        git("-C", str(dest), "checkout", "--quiet", repo.ref)
+    return git("-C", str(dest), "rev-parse", "HEAD")
+
+
+def build_repo_image(client: DockerClient, repo: RepoConfig, *, base: str | None, log: Log) -> str:
+    """Build the image of a repo's ``dockerfile``; return its id. Cached by commit and file."""
+    assert repo.dockerfile is not None
+    with tempfile.TemporaryDirectory(prefix="seer-docker-repo-") as tmp:
+        src = Path(tmp) / "repo"
+        commit = _clone(repo, src)
+        dockerfile = src / repo.dockerfile
+        if not dockerfile.is_file():
+            raise ImageBuildError(f"repos: {repo.url} has no {repo.dockerfile} at {commit[:12]}")
+        key = hashlib.sha256(
+            json.dumps([RECIPE, repo.clone_url, commit, repo.dockerfile, base]).encode()
+        ).hexdigest()
+        tag = f"{IMAGE_REPO}:repo-{key[:16]}"
+        found = _image_id(client, tag)
+        if found:
+            log(f"image of {repo.url}'s {repo.dockerfile} is cached ({tag})")
+            return found
+        log(f"building {repo.url}'s {repo.dockerfile} at {commit[:12]}")
+        stream = client.api.build(
+            path=str(src),
+            dockerfile=repo.dockerfile,
+            tag=tag,
+            labels={LABEL: "image", "seer.image.source": repo.url},
+            buildargs={"BASE_IMAGE": base} if base else None,
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        _stream_build(stream, log)
+    built = _image_id(client, tag)
+    if not built:
+        raise ImageBuildError(f"the build of {repo.url}'s {repo.dockerfile} left no image {tag}")
+    return built
+
+
+def ensure_image(
+    client: DockerClient,
+    *,
+    base_id: str,
+    system_packages: list[str],
+    python_packages: list[str],
+    workdir: str,
+    log: Log,
+    wheel: RuntimeWheel | None = None,
+) -> tuple[str, bool]:
+    """The sandbox image for these inputs, built only if the engine lacks it.
+
+    Returns ``(tag, built)``: ``built`` is False when the image was found (nothing was built).
+    """
+    wheel = wheel or runtime_wheel()
+    dockerfile = render_dockerfile(
+        base_id,
+        system_packages=system_packages,
+        python_packages=python_packages,
+        wheel_name=wheel.filename,
+        workdir=workdir,
+    )
+    key = hashlib.sha256(json.dumps([RECIPE, dockerfile, wheel.sha256]).encode()).hexdigest()
+    tag = f"{IMAGE_REPO}:{key[:16]}"
+    if _image_id(client, tag):
+        log(f"image {tag} is cached: nothing to build")
+        return tag, False
+    log(f"building image {tag}")
+    context = _context({"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()})
+    stream = client.api.build(
+        fileobj=context,
+        custom_context=True,
+        tag=tag,
+        labels={LABEL: "image", "seer.image.key": key},
+        network_mode="host",
+        rm=True,
+        forcerm=True,
+        decode=True,
+    )
+    _stream_build(stream, log)
+    if not _image_id(client, tag):
+        raise ImageBuildError(f"the build left no image {tag}")
+    return tag, True

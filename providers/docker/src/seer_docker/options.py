@@ -1,0 +1,82 @@
+"""``SandboxConfig.provider_options`` for the Docker provider."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["DEFAULT_IMAGE", "DockerOptions"]
+
+#: The base image when none is given: the slim Python image of the client's own minor version.
+DEFAULT_IMAGE = f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"
+
+_VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SIZE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
+
+
+class DockerOptions(BaseModel):
+    """How a sandbox runs on Docker. Every field is optional.
+
+    The engine is the one the Docker SDK finds: ``DOCKER_HOST`` (and ``DOCKER_TLS_VERIFY`` /
+    ``DOCKER_CERT_PATH``) or the local socket.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = Field(
+        DEFAULT_IMAGE,
+        description="base image seer builds the sandbox image on (needs python3 >= 3.11 and bash)",
+    )
+    pull: bool = Field(True, description="pull the base image when the engine does not have it")
+    network: Literal["host"] = Field(
+        "host",
+        description="the container's network; 'host': services seer starts listen on the host's 127.0.0.1",
+    )
+    model_cache: str = Field(
+        "volume",
+        description="'volume' (a named volume shared by all sandboxes on the host) or an absolute "
+        "host path to bind-mount as the Hugging Face hub cache",
+    )
+    model_volume: str = Field("seer-models", description="name of the model-cache volume")
+    workdir: str = Field("/workspace", description="the sandbox's working directory in the container")
+    shm_size: str | None = Field("1g", description="size of /dev/shm (e.g. '2g'); None: Docker's default")
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, value: str) -> str:
+        value = value.strip()
+        if not value or any(c.isspace() for c in value):
+            raise ValueError(f"{value!r} is not an image reference (e.g. 'python:3.11-slim')")
+        return value
+
+    @field_validator("model_cache")
+    @classmethod
+    def _check_model_cache(cls, value: str) -> str:
+        if value != "volume" and not posixpath.isabs(value):
+            raise ValueError(f"expected 'volume' or an absolute host path, got {value!r}")
+        return value
+
+    @field_validator("model_volume")
+    @classmethod
+    def _check_volume(cls, value: str) -> str:
+        if not _VOLUME_NAME.match(value):
+            raise ValueError(f"{value!r} is not a Docker volume name (letters, digits, _ . -)")
+        return value
+
+    @field_validator("workdir")
+    @classmethod
+    def _check_workdir(cls, value: str) -> str:
+        if not posixpath.isabs(value) or posixpath.normpath(value) == "/":
+            raise ValueError(f"workdir must be an absolute path other than '/', got {value!r}")
+        return posixpath.normpath(value)
+
+    @field_validator("shm_size")
+    @classmethod
+    def _check_shm(cls, value: str | None) -> str | None:
+        if value is not None and not _SIZE.match(value):
+            raise ValueError(f"{value!r} is not a size (e.g. '512m', '2g')")
+        return value
