@@ -54,8 +54,13 @@ def render_dockerfile(
     python_packages: Iterable[str],
     wheel_name: str,
     workdir: str,
+    needs_git: bool = False,
 ) -> str:
-    """The Dockerfile of a sandbox image (its context holds only the runtime wheel)."""
+    """The Dockerfile of a sandbox image (its context holds only the runtime wheel).
+
+    ``needs_git``: install git from apt unless the base image has it (remote repos are cloned
+    inside the sandbox).
+    """
     system = " ".join(shlex.quote(p) for p in system_packages)
     packages = [*python_packages, *runtime_requirements()]
     lines = [
@@ -67,6 +72,13 @@ def render_dockerfile(
             "RUN command -v apt-get >/dev/null || { echo 'seer: system_packages need apt-get in the "
             "base image' >&2; exit 1; } && apt-get update -qq && apt-get install -y -qq "
             f"--no-install-recommends {system} && rm -rf /var/lib/apt/lists/*"
+        )
+    if needs_git:
+        lines.append(
+            "RUN command -v git >/dev/null || { command -v apt-get >/dev/null && apt-get update -qq "
+            "&& apt-get install -y -qq --no-install-recommends git ca-certificates "
+            "&& rm -rf /var/lib/apt/lists/*; } "
+            "|| { echo 'seer: remote repos need git in the image' >&2; exit 1; }"
         )
     lines += [
         # What every sandbox needs of its base: bash (commands run through it) and Python >= 3.11.
@@ -210,6 +222,7 @@ def ensure_image(
     python_packages: list[str],
     workdir: str,
     log: Log,
+    needs_git: bool = False,
     wheel: RuntimeWheel | None = None,
 ) -> tuple[str, bool]:
     """The sandbox image for these inputs, built only if the engine lacks it.
@@ -223,6 +236,7 @@ def ensure_image(
         python_packages=python_packages,
         wheel_name=wheel.filename,
         workdir=workdir,
+        needs_git=needs_git,
     )
     key = hashlib.sha256(json.dumps([RECIPE, dockerfile, wheel.sha256]).encode()).hexdigest()
     tag = f"{IMAGE_REPO}:{key[:16]}"

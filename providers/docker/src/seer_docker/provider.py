@@ -583,10 +583,13 @@ class DockerProvider(Provider):
                 base_id = build_repo_image(client, repo, base=base, log=log)
             else:
                 base_id = resolve_base(client, options.image, pull=options.pull, log=log)
+        # core clones remote repos inside the sandbox: make sure git is there (slim images lack it)
+        remote = any(not r.clone_url.startswith(("/", "file://")) for r in spec.repos)
         tag, _built = ensure_image(
             client,
             base_id=base_id,
             system_packages=spec.system_packages,
+            needs_git=remote,
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,
@@ -759,14 +762,18 @@ class DockerProvider(Provider):
             self._remove(client, container.id)
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
+        """Remove the snapshot's image and the sandbox images built on it (they carry its label,
+        inherited from it). One a running sandbox still uses is left to a later prune."""
         from docker.errors import APIError, ImageNotFound
 
-        ref = snapshot.data.get("image")
-        if not ref:
-            return
-        with contextlib.suppress(ImageNotFound):
-            try:
-                docker_client().images.remove(ref)
-            except APIError as exc:
-                if exc.status_code != 409:
-                    raise
+        client = docker_client()
+        images = client.images.list(filters={"label": f"seer.snapshot={snapshot.id}"})
+        # children before their parent, or the engine refuses
+        for image in sorted(images, key=lambda i: i.attrs.get("Created", ""), reverse=True):
+            for ref in [*image.tags, image.id]:
+                with contextlib.suppress(ImageNotFound):
+                    try:
+                        client.images.remove(ref)
+                    except APIError as exc:
+                        if exc.status_code != 409:  # in use, or has children in use
+                            raise
