@@ -503,9 +503,10 @@ def test_console_script_up_exec_logs_down(tmp_path):
 
 @pytest.mark.slow
 def test_console_script_down_all(tmp_path, monkeypatch):
-    # A SEER_HOME of its own, so --all cannot reach sandboxes other tests are using.
+    # A SEER_HOME of its own, so --all cannot reach sandboxes other tests are using; and no docker
+    # provider, whose sandboxes are found engine-wide by label, whatever the SEER_HOME.
     home = tmp_path / "home"
-    env = {"SEER_HOME": str(home)}
+    env = {"SEER_HOME": str(home), "SEER_DISABLE_PLUGINS": "docker"}
     config = _write_config(tmp_path, "timeout: 120\nexecution_mode: cli\n")
     ids = []
     try:

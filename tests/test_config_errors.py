@@ -298,7 +298,7 @@ CASES = [
         stage="start",
     ),
     # --- provider -------------------------------------------------------------------------
-    Case("provider-unknown", {"provider": "nope"}, "provider", "installed: local"),
+    Case("provider-unknown", {"provider": "nope"}, "provider", "'nope'; installed: "),
     Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]"'),
     Case(
         "provider-from-env-unknown",

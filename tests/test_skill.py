@@ -304,6 +304,9 @@ def example_env(tmp_path: Path, hf_cache: Path) -> Iterator[tuple[Path, dict[str
         "HF_HOME": str(hf_cache),
         "HF_HUB_OFFLINE": "1",
         "HF_TOKEN": "hf_not_a_real_token",
+        # docker sandboxes are found engine-wide by label: `down --all` here must not reach the
+        # Docker tests' sandboxes
+        "SEER_DISABLE_PLUGINS": "docker",
     }
     try:
         yield workdir, env
