@@ -46,5 +46,5 @@ def run_containers(client: Any) -> list[str]:
 
     ledger = seer_home() / "docker" / "sandboxes"
     mine = {p.stem for p in ledger.glob("*.json")} if ledger.is_dir() else set()
-    found = client.containers.list(all=True, filters={"label": "seer.sandbox"})
+    found = client.containers.list(all=True, ignore_removed=True, filters={"label": "seer.sandbox"})
     return sorted(c.labels["seer.sandbox"] for c in found if c.labels["seer.sandbox"] in mine)

@@ -43,7 +43,10 @@ def _docker_setup(hub: Any, volume: str) -> str:
 
 
 def _sandbox_ids(client: Any) -> set[str]:
-    return {c.labels["seer.sandbox"] for c in client.containers.list(filters={"label": "seer.sandbox"})}
+    return {
+        c.labels["seer.sandbox"]
+        for c in client.containers.list(ignore_removed=True, filters={"label": "seer.sandbox"})
+    }
 
 
 def test_seed_notebook_setup_on_docker(docker_engine: Any, hub: Any, volume: str, tmp_path: Path) -> None:

@@ -42,12 +42,16 @@ def _sandbox_images(client: Any) -> dict[str, str]:
 
 
 def _alive(client: Any, sandbox_id: str) -> bool:
-    found = client.containers.list(all=True, filters={"label": f"seer.sandbox={sandbox_id}"})
+    found = client.containers.list(
+        all=True, ignore_removed=True, filters={"label": f"seer.sandbox={sandbox_id}"}
+    )
     return any(c.status == "running" for c in found)
 
 
 def _containers(client: Any, sandbox_id: str) -> list[Any]:
-    return client.containers.list(all=True, filters={"label": f"seer.sandbox={sandbox_id}"})
+    return client.containers.list(
+        all=True, ignore_removed=True, filters={"label": f"seer.sandbox={sandbox_id}"}
+    )
 
 
 def _wait(check: Any, timeout: float, what: str) -> None:
@@ -193,7 +197,9 @@ def test_killed_client_sandbox_ends_at_its_timeout(docker_engine: Any, tmp_path:
 
 # --- config errors: named, and before anything is made ----------------------------------------
 def _no_new_containers(client: Any, before: set[str]) -> None:
-    now = {c.id for c in client.containers.list(all=True, filters={"label": "seer.sandbox"})}
+    now = {
+        c.id for c in client.containers.list(all=True, ignore_removed=True, filters={"label": "seer.sandbox"})
+    }
     assert now <= before
 
 
@@ -213,7 +219,12 @@ def _no_new_containers(client: Any, before: set[str]) -> None:
 def test_bad_provider_options_fail_before_anything_is_made(
     docker_engine: Any, options: dict[str, Any], field: str, words: list[str]
 ) -> None:
-    before = {c.id for c in docker_engine.containers.list(all=True, filters={"label": "seer.sandbox"})}
+    before = {
+        c.id
+        for c in docker_engine.containers.list(
+            all=True, ignore_removed=True, filters={"label": "seer.sandbox"}
+        )
+    }
     with pytest.raises(ConfigError) as info:
         Sandbox(docker_config(provider_options=options)).start()
     assert field in info.value.fields, str(info.value)
@@ -227,7 +238,12 @@ def test_gpu_on_a_host_without_gpus_is_a_config_error(docker_engine: Any) -> Non
 
     if detect_gpus():
         pytest.skip("this Docker host has an NVIDIA GPU")
-    before = {c.id for c in docker_engine.containers.list(all=True, filters={"label": "seer.sandbox"})}
+    before = {
+        c.id
+        for c in docker_engine.containers.list(
+            all=True, ignore_removed=True, filters={"label": "seer.sandbox"}
+        )
+    }
     with pytest.raises(ConfigError) as info:
         Sandbox(docker_config(gpu="A100")).start()
     assert info.value.fields == ["gpu"]

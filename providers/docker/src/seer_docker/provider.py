@@ -79,6 +79,8 @@ SANDBOX_LABEL = "seer.sandbox"
 EXEC_MARK = "SEER_EXEC_ID"
 #: How long ended sandboxes stay in the ledger (``seer ls --all``).
 RECORD_TTL = 24 * 3600
+#: Container states that count as a running sandbox.
+_ALIVE_STATES = ("running", "created", "restarting")
 #: Slack when deciding whether a vanished container had reached its deadline.
 EXPIRY_SLACK = 5.0
 
@@ -484,7 +486,7 @@ class DockerMachine(Machine):
             container = self._client.containers.get(self._cid)
         except NotFound:
             container = None
-        if container is not None and container.status in ("running", "created", "restarting"):
+        if container is not None and container.status in _ALIVE_STATES:
             return MachineStatus.RUNNING
         record = _ledger_read(self.id)
         status = _ended_status(record, float(self._labels.get("seer.expires_at", "0")) or None)
@@ -686,15 +688,21 @@ class DockerProvider(Provider):
                 if exc.status_code != 409:
                     raise
 
-    def _find(self, client: DockerClient, sandbox_id: str) -> Container | None:
-        containers = client.containers.list(all=True, filters={"label": f"{SANDBOX_LABEL}={sandbox_id}"})
-        return containers[0] if containers else None
+    @staticmethod
+    def _containers(client: DockerClient, label: str) -> list[dict[str, Any]]:
+        """Summaries (``Id``, ``Labels``, ``State``) of the containers carrying ``label``: one
+        call, with no per-container inspect that a container removed meanwhile would fail."""
+        return list(client.api.containers(all=True, filters={"label": label}))
+
+    def _find(self, client: DockerClient, sandbox_id: str) -> dict[str, Any] | None:
+        found = self._containers(client, f"{SANDBOX_LABEL}={sandbox_id}")
+        return found[0] if found else None
 
     def attach(self, machine_id: str) -> Machine:
         client = docker_client()
         container = self._find(client, machine_id)
         if container is not None:
-            return DockerMachine(client, container.id, container.labels, None)
+            return DockerMachine(client, container["Id"], container["Labels"], None)
         record = _ledger_read(machine_id)
         if record is None:
             raise SandboxNotFoundError(f"no docker sandbox {machine_id!r}")
@@ -709,11 +717,11 @@ class DockerProvider(Provider):
     def list(self) -> list[MachineInfo]:
         client = docker_client()
         out: dict[str, MachineInfo] = {}
-        for container in client.containers.list(all=True, filters={"label": SANDBOX_LABEL}):
-            labels = container.labels
+        for container in self._containers(client, SANDBOX_LABEL):
+            labels = container["Labels"]
             sandbox_id = labels[SANDBOX_LABEL]
             expires_at = float(labels.get("seer.expires_at", "0")) or None
-            if container.status in ("running", "created", "restarting"):
+            if container["State"] in _ALIVE_STATES:
                 status = MachineStatus.RUNNING
             else:
                 status = _ended_status(_ledger_read(sandbox_id), expires_at)
@@ -759,7 +767,7 @@ class DockerProvider(Provider):
             _ledger_update(machine_id, status=MachineStatus.TERMINATED.value, ended_at=time.time())
         container = self._find(client, machine_id)
         if container is not None:
-            self._remove(client, container.id)
+            self._remove(client, container["Id"])
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         """Remove the snapshot's image and the sandbox images built on it (they carry its label,
