@@ -127,6 +127,16 @@ def _ended_status(record: Mapping[str, Any] | None, expires_at: float | None) ->
     return MachineStatus.LOST
 
 
+def _settle(sandbox_id: str, record: dict[str, Any] | None, expires_at: float | None) -> MachineStatus:
+    """The status of a sandbox whose container is gone, written into its ledger ``record`` (in
+    place, and on disk) the first time it is known, with when that was."""
+    status = _ended_status(record, expires_at)
+    if record is not None and record.get("status") != status.value:
+        record.update(status=status.value, ended_at=time.time())
+        write_json(_ledger_dir() / f"{sandbox_id}.json", record)
+    return status
+
+
 def _is_local_engine() -> bool:
     host = os.environ.get("DOCKER_HOST", "")
     return not host or host.startswith("unix://")
@@ -488,11 +498,8 @@ class DockerMachine(Machine):
             container = None
         if container is not None and container.status in _ALIVE_STATES:
             return MachineStatus.RUNNING
-        record = _ledger_read(self.id)
-        status = _ended_status(record, float(self._labels.get("seer.expires_at", "0")) or None)
-        if record is not None and record.get("status") != status.value:
-            _ledger_update(self.id, status=status.value, ended_at=time.time())
-        return status
+        expires_at = float(self._labels.get("seer.expires_at", "0")) or None
+        return _settle(self.id, _ledger_read(self.id), expires_at)
 
 
 class DockerProvider(Provider):
@@ -742,10 +749,7 @@ class DockerProvider(Provider):
             record = _ledger_read(sandbox_id)
             if record is None or "created_at" not in record:
                 continue
-            status = _ended_status(record, record.get("expires_at"))
-            if record.get("status") != status.value:
-                record.update(status=status.value, ended_at=time.time())
-                write_json(path, record)
+            status = _settle(sandbox_id, record, record.get("expires_at"))
             if time.time() - float(record.get("ended_at", time.time())) > RECORD_TTL:
                 path.unlink(missing_ok=True)
                 continue
