@@ -1,8 +1,8 @@
 """The seer-modal tests run the real modal SDK against the fake control plane on 127.0.0.1.
 
-One ``fake_modal`` serves the whole session (it skips, saying why, without a Docker engine);
-at the end of each module no sandbox container of it may still exist. Without the modal SDK
-installed (seer-modal not installed), nothing here is collected.
+One ``fake_modal`` serves the whole session (it skips, saying why, without a Docker engine); a
+module that uses ``no_leaked_sandboxes`` fails if a sandbox container of it is left at its end.
+Without the modal SDK installed (seer-modal not installed), nothing here is collected.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ else:
     from seer_modal.testing import FakeModal
     from seer_modal.testing.pytest_plugin import fake_modal  # noqa: F401  (the fixture)
 
-    @pytest.fixture(scope="module", autouse=True)
-    def _no_leaked_sandboxes(request: pytest.FixtureRequest, fake_modal: FakeModal) -> Iterator[None]:  # noqa: F811
+    @pytest.fixture(scope="module")
+    def no_leaked_sandboxes(request: pytest.FixtureRequest, fake_modal: FakeModal) -> Iterator[None]:  # noqa: F811
         yield
         deadline = time.monotonic() + 10
         while fake_modal.containers() and time.monotonic() < deadline:

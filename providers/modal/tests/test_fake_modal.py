@@ -24,6 +24,8 @@ import pytest
 from modal.exception import NotFoundError, SandboxFilesystemNotFoundError, SandboxTimeoutError
 from seer_modal.testing import FakeModal
 
+pytestmark = pytest.mark.usefixtures("no_leaked_sandboxes")
+
 
 @pytest.fixture(scope="module")
 def app(fake_modal: FakeModal) -> modal.App:
