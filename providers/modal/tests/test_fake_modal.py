@@ -126,6 +126,12 @@ def test_image_layers_are_built_once(
     assert run(sandbox, "cat", "/probe-token")[0].strip() == token
 
 
+def test_a_failing_build_step_fails_the_build_with_its_log(app: modal.App) -> None:
+    image = modal.Image.debian_slim().run_commands(f"echo broken-{secrets.token_hex(3)} >&2; exit 3")
+    with pytest.raises(modal.exception.ImageBuildError, match=r"(?s)non-zero code: 3.*broken-"):
+        image.build(app)
+
+
 def test_a_layer_the_fake_cannot_build_fails_naming_it(app: modal.App) -> None:
     image = modal.Image.debian_slim().dockerfile_commands("COPY --from=example.com/tool:1 /tool /tool")
     with pytest.raises(modal.exception.ImageBuildError, match=r"cannot pull 'example.com/tool:1'"):
