@@ -391,7 +391,8 @@ class JupyterClient:
 
     def read_notebook(self, path: str) -> dict[str, Any]:
         """The notebook at ``path`` (relative to the server's root) as an nbformat dict, as the
-        server reads it (older nbformat versions converted to 4). Raises
+        server reads it (older nbformat versions converted to 4; the trust marks it adds to cells
+        removed). Raises
         :class:`~seer.errors.NotebookError` naming the path when there is none, or it is not a
         readable notebook."""
         check_notebook_path(path)
@@ -402,6 +403,9 @@ class JupyterClient:
         if status != 200 or not isinstance(model, dict) or not isinstance(model.get("content"), dict):
             raise NotebookError(f"cannot read notebook {path!r}: HTTP {status}: {message or 'no message'}")
         content: dict[str, Any] = model["content"]
+        for cell in content.get("cells") or []:
+            if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict):
+                cell["metadata"].pop("trusted", None)  # the server's mark for this read, not the notebook's
         return content
 
     def list_notebooks(
