@@ -34,6 +34,7 @@ from seer.errors import PluginError
 from seer.execution import create_notebook_session
 from seer.notebook import JupyterClient, NotebookSession
 from seer.providers.local import LocalProvider
+from test_mcp_notebook_tools import NOTEBOOK_EDITING_TOOLS
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +59,7 @@ TOOLS = {
     "interrupt_session",
     "restart_session",
     "shutdown_session",
-}
+} | NOTEBOOK_EDITING_TOOLS
 
 
 def _png() -> bytes:

@@ -318,28 +318,6 @@ def _describe(entry: _Entry) -> dict[str, Any]:
     }
 
 
-def _rerun_in_place(session: NotebookSession, index: int, code: str, timeout: float | None) -> CellResult:
-    """Run ``code`` and put the recorded cell at ``index`` in place of the cell there.
-
-    NotebookSession records a cell at the end of the notebook; this moves it, keeping the replaced
-    cell's id, under the session's lock so that nothing lands in between.
-    """
-    with session._lock:
-        original = session.cells[index]
-        before = len(session.cells)
-        try:
-            return session.exec(code, timeout=timeout)
-        finally:
-            if len(session.cells) > before:
-                cells = session.cells
-                new = cells.pop()
-                if original.get("id"):
-                    new["id"] = original["id"]
-                cells[index] = new
-                session._nb.invalidate()
-                session._save()
-
-
 def _run_cell(entry: _Entry, cell: _Cell, timeout: float | None) -> None:
     """(The cell's thread.) Run it; keep whatever it produced, or why it failed."""
     session = entry.session
@@ -349,7 +327,7 @@ def _run_cell(entry: _Entry, cell: _Cell, timeout: float | None) -> None:
             if cell.replace is None:
                 cell.result = session.exec(cell.code, timeout=timeout)
             else:
-                cell.result = _rerun_in_place(session, cell.replace, cell.code, timeout)
+                cell.result = session.run_cell(cell.replace, source=cell.code, timeout=timeout)
         finally:
             if cell.replace is not None:
                 cell.index = cell.replace
@@ -562,6 +540,10 @@ class SessionRegistry:
             )
         raise ToolFailure(f"Unknown session_id {session_id!r}. {self.known()}")
 
+    def adopt(self, session: NotebookSession, origin: str = "created") -> _Entry:
+        """Drive ``session``, made elsewhere (e.g. by a tool of :mod:`seer_mcp.notebook_tools`)."""
+        return self._add(_Entry(session, origin))
+
     def _add(self, entry: _Entry) -> _Entry:
         entry.writer = _NotebookWriter(entry.session)
         with self._lock:
@@ -710,10 +692,7 @@ class SessionRegistry:
             if entry.busy:
                 assert entry.cell is not None
                 raise ToolFailure(_busy(session.session_id, entry.cell))
-            with session._lock:
-                session.cells[index]["source"] = text
-                session._nb.invalidate()
-                session._save()
+            session.set_source(index, text)
 
     def shutdown(self, entry: _Entry) -> None:
         with self._lock:
@@ -1193,6 +1172,9 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
             f"Shut down session {session.session_id}{extra}; its notebook {session.notebook_path} stays."
         )
 
+    from seer_mcp import notebook_tools  # its tools build on this module's
+
+    notebook_tools.register(server, reg)
     return server, reg
 
 
@@ -1240,4 +1222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as seer_mcp.notebook, not as a second copy named __main__: notebook_tools imports it.
+    from seer_mcp.notebook import main as _main
+
+    _main()
