@@ -325,6 +325,17 @@ CASES = [
         "yaml-key-given-twice", "gpu: A100\ntimeout: 60\ngpu: H100\n", "gpu", "given twice (also on line 1)"
     ),
     Case("yaml-env-number", "env:\n  SEED: 42\n", "env.SEED", "valid string"),
+    Case(
+        "yaml-self-referencing-anchor", "python_packages: &x [*x]\n", "python_packages[0]", "refers to itself"
+    ),
+    Case(
+        "yaml-alias-bomb",
+        "env:\n  A: &a [x,x,x,x,x,x,x,x,x,x]\n  B: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "  C: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  D: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "  E: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",
+        "env.E",
+        "expands to more than",
+    ),
 ]
 
 

@@ -4,6 +4,8 @@ and the shipped example configs."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -270,6 +272,113 @@ def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes("name: caf\xe9\n".encode("latin-1"))
     assert "not UTF-8" in str(_error(path))
+
+
+# --- anchors and aliases, hostile documents --------------------------------------------------------
+def _alias_bomb(levels: int, width: int) -> str:
+    """A "billion laughs" config: each level is a list of ``width`` aliases of the one before, so
+    a few hundred bytes expand to ``width ** levels`` strings."""
+    lines = ["provider_options:", f"  l0: &l0 [{','.join(['lol'] * width)}]"]
+    for i in range(1, levels + 1):
+        lines.append(f"  l{i}: &l{i} [{','.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+#: Loads a config in a child process with its memory capped, and prints how long load_config took
+#: and what it raised: an alias bomb must not be able to take the test run (or the machine) down.
+_LOAD_IN_A_CHILD = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+from seer import ConfigError, load_config
+start = time.perf_counter()
+try:
+    load_config(sys.argv[1])
+    outcome = "accepted"
+except ConfigError as exc:
+    outcome = str(exc)
+print(f"{time.perf_counter() - start:.3f}")
+print(outcome)
+"""
+
+
+@pytest.mark.parametrize(("levels", "width", "size"), [(7, 9, 440), (9, 10, 1024)])
+def test_a_yaml_alias_bomb_is_refused_in_under_a_second(
+    tmp_path: Path, levels: int, width: int, size: int
+) -> None:
+    text = _alias_bomb(levels, width)
+    assert len(text) <= size  # the sizes of the red-team's files: 440 bytes and 1 KB
+    path = write(tmp_path / "bomb.yaml", text)
+    child = subprocess.run(
+        [sys.executable, "-c", _LOAD_IN_A_CHILD, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    seconds, outcome = child.stdout.split("\n", 1)
+    assert float(seconds) < 1.0, f"took {seconds} s to refuse"
+    assert f"{path}:" in outcome
+    assert "expands to more than 100,000 values" in outcome
+    assert "provider_options.l" in outcome  # names the anchor where it blew past the limit
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "line"),
+    [
+        ("python_packages: &x [*x]\n", "python_packages[0]", 1),
+        ("provider_options: &opts\n  image: x\n  again: *opts\n", "provider_options.again", 3),
+        ("env:\n  A: &a [b, {c: *a}]\n", "env.A[1].c", 2),
+    ],
+)
+def test_a_self_referencing_anchor_is_a_config_error(
+    tmp_path: Path, text: str, field: str, line: int
+) -> None:
+    path = write(tmp_path / "loop.yaml", text)
+    [problem] = _error(path).problems
+    assert (problem.field, problem.line, problem.file) == (field, line, str(path))
+    assert "refers to itself" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("deep.yaml", "provider_options: " + "[" * 3000 + "]" * 3000 + "\n"),
+        ("deep.json", '{"provider_options": ' + "[" * 3000 + "]" * 3000 + "}"),
+    ],
+)
+def test_nesting_too_deep_for_the_parser_is_a_config_error(tmp_path: Path, name: str, text: str) -> None:
+    path = write(tmp_path / name, text)
+    [problem] = _error(path).problems
+    assert problem.file == str(path)
+    assert "nested too deeply" in problem.message
+
+
+def test_anchors_and_aliases_still_work_and_errors_under_them_have_lines(tmp_path: Path) -> None:
+    ok = write(
+        tmp_path / "ok.yaml",
+        """
+        env: &common
+          A: "1"
+          B: "2"
+        provider_options:
+          first: *common
+          second: *common
+        """,
+    )
+    config = load_config(ok)
+    assert config.env == {"A": "1", "B": "2"}
+    assert config.provider_options == {"first": config.env, "second": config.env}
+    # An error inside an aliased value is reported at the alias, on the alias's line.
+    bad = write(
+        tmp_path / "bad.yaml",
+        """
+        provider_options:
+          good: &m {name: gpt2}
+        models:
+          - *m
+          - *m
+        """,
+    )
+    [problem] = _error(bad).problems
+    assert (problem.field, problem.line) == ("models[1].var_name", 5)
+    assert "already used by models[0]" in problem.message
 
 
 # --- the shipped examples -------------------------------------------------------------------------
