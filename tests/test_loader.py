@@ -94,10 +94,10 @@ def test_relative_paths_are_taken_from_the_files_directory(
         conf / "seer.yaml",
         """
         local_files:
-          - [data/prompts.txt, /workspace/prompts.txt]
-          - {local: ./data/prompts.txt, remote: /workspace/again.txt}
+          - [data/prompts.txt, prompts.txt]
+          - {local: ./data/prompts.txt, remote: again.txt}
         local_dirs:
-          - [../shared, /workspace/shared]
+          - [../shared, shared]
         repos:
           - ./repo
           - {url: ./other-repo, ref: main}
@@ -110,10 +110,10 @@ def test_relative_paths_are_taken_from_the_files_directory(
     monkeypatch.chdir(elsewhere)
     config = load_config(path)
     assert config.local_files == [
-        (str(conf / "data" / "prompts.txt"), "/workspace/prompts.txt"),
-        (str(conf / "data" / "prompts.txt"), "/workspace/again.txt"),
+        (str(conf / "data" / "prompts.txt"), "prompts.txt"),
+        (str(conf / "data" / "prompts.txt"), "again.txt"),
     ]
-    assert config.local_dirs == [(str(tmp_path / "project" / "shared"), "/workspace/shared")]
+    assert config.local_dirs == [(str(tmp_path / "project" / "shared"), "shared")]
     assert [r.url for r in config.repos] == [str(conf / "repo"), str(conf / "other-repo")]
     assert config.models[0].name == str(conf / "weights")
 
@@ -126,13 +126,13 @@ def test_hub_ids_and_absolute_paths_are_not_rebased(tmp_path: Path) -> None:
         f"""
         models: [google/gemma-2-9b]
         repos: [org/repo]
-        local_files: [[{data}, /w/abs.txt]]
+        local_files: [[{data}, abs.txt]]
         """,
     )
     config = load_config(path)
     assert config.models[0].name == "google/gemma-2-9b"
     assert config.repos[0].url == "org/repo"
-    assert config.local_files == [(str(data), "/w/abs.txt")]
+    assert config.local_files == [(str(data), "abs.txt")]
 
 
 # --- errors with file and line ------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_each_of_several_problems_has_its_own_line(tmp_path: Path) -> None:
           - HF_TOKEN
           - 1BAD
         local_files:
-          - [nope.txt, /w/nope.txt]
+          - [nope.txt, w/nope.txt]
         """,
     )
     err = _error(path)
@@ -379,6 +379,33 @@ def test_anchors_and_aliases_still_work_and_errors_under_them_have_lines(tmp_pat
     [problem] = _error(bad).problems
     assert (problem.field, problem.line) == ("models[1].var_name", 5)
     assert "already used by models[0]" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("python_packages: &x [*x]\n", "python_packages[0]", "refers to itself"),
+        ('env:\n  A: "x\\0y"\n', "env.A", "NUL byte"),
+        (
+            "models:\n  - gpt2\n  - {name: distilgpt2, var_name: tokenizer}\n",
+            "models[1].var_name",
+            "tokenizer",
+        ),
+        ("models:\n  - {name: gpt2, var_name: __builtins__}\n", "models[0].var_name", "'__'"),
+        ("local_files:\n  - [data.txt, ../../outside.txt]\n", "local_files[0]", "out of the sandbox"),
+        ("repos: ['--upload-pack=touch /tmp/seer-pwned']\n", "repos[0].url", "option"),
+    ],
+)
+def test_seer_up_refuses_a_bad_file_with_exit_2(tmp_path: Path, text: str, field: str, message: str) -> None:
+    from seer import cli
+    from typer.testing import CliRunner
+
+    (tmp_path / "data.txt").write_text("data")
+    path = write(tmp_path / "experiment.yaml", text)
+    result = CliRunner().invoke(cli.create_app(), ["up", str(path)], prog_name="seer")
+    assert result.exit_code == 2, result.output
+    assert str(path) in result.stderr and field in result.stderr and message in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
 
 
 # --- the shipped examples -------------------------------------------------------------------------
