@@ -411,19 +411,20 @@ class Sandbox:
         )
 
     def _clone(self, repo: Any) -> RepoHandle:
+        # "--" ends git's options: a URL or ref is never read as one, whatever the config let by.
         dest = self.machine.resolve(repo.dir_name)
         url = repo.clone_url
         if url.startswith("/") or url.startswith("file://"):
             # The machine may not see the client's disk: clone here, copy the clone in.
             with tempfile.TemporaryDirectory(prefix="seer-clone-") as tmp:
-                _git(["clone", "--quiet", url, tmp + "/r"])
+                _git(["clone", "--quiet", "--", url, tmp + "/r"])
                 if repo.ref:
-                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref])
+                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref, "--"])
                 self.machine.put_dir(tmp + "/r", dest)
         else:
-            self.exec(["git", "clone", "--quiet", url, dest], check=True)
+            self.exec(["git", "clone", "--quiet", "--", url, dest], check=True)
             if repo.ref:
-                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref], check=True)
+                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref, "--"], check=True)
         commit = self.exec(["git", "-C", dest, "rev-parse", "HEAD"], check=True).stdout.strip()
         if repo.install is True:
             self.exec([self.machine.python, "-m", "pip", "install", "-e", dest], check=True)
