@@ -436,7 +436,8 @@ def test_an_interface_that_raises_while_loading_is_reported(scoped: ScopedSandbo
     assert "crashes.py" in str(info.value) and "line 5" in str(info.value)
     assert "crashes" not in scoped.served
     leftovers = [f"{scoped.interfaces_dir}/crashes.py", scoped.machine.resolve(".seer/rpc/crashes.token")]
-    assert scoped.exec(["ls", *leftovers]).exit_code != 0  # a failed serve leaves nothing behind
+    for leftover in leftovers:  # a failed serve leaves nothing behind
+        assert scoped.exec(["test", "-e", leftover]).exit_code != 0, leftover
 
 
 def test_a_name_shadowing_an_installed_module_is_refused_and_later_serves_work(
