@@ -387,6 +387,24 @@ def test_the_expose_mode_gets_the_served_interface(
         scoped.serve(_write(tmp_path / "never.py", "@expose\ndef f():\n    pass\n"), expose_as="nonexistent")
     assert not scoped.machine.process_running("rpc-never")
 
+    # Several modes at once: one server, one token, an exposure each; and one more later.
+    both = scoped.serve(path, expose_as=["recording", "prompt"], name="modal_both")
+    assert set(both) == {"recording", "prompt"} and both["recording"] == ("exposed", "modal_both")
+    served = scoped.served["modal_both"]
+    assert seen[-1].token == served.token and served.token in both["prompt"]
+    assert served.expose("recording") == ("exposed", "modal_both") and seen[-1].url == served.url
+    never = _write(tmp_path / "never.py", "@expose\ndef f():\n    pass\n")
+    for expose_as, message in (
+        ([], "expose_as: expected a mode name, a non-empty list of them, or None"),
+        (["prompt", 3], "expose_as: expected a mode name"),
+        (["prompt", "prompt"], "expose_as: 'prompt' given twice"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            scoped.serve(never, expose_as=expose_as)
+    with pytest.raises(UnknownPluginError, match="no expose mode named 'nonexistent'"):
+        scoped.serve(never, expose_as=["prompt", "nonexistent"])
+    assert "never" not in scoped.served and not scoped.machine.process_running("rpc-never")
+
 
 # --- refusing bad files and arguments early -----------------------------------------------------
 @pytest.mark.parametrize(
