@@ -9,11 +9,13 @@ as MCP tools (stdio).
 One tool per exposed function: its name, the function's docstring and signature as description,
 and the JSON Schema read from its type hints (:attr:`seer.rpc.FunctionSpec.input_schema`) as
 input schema. A call runs the function in the sandbox over RPC (progress notifications every
-second while it runs). Results come back as text: strings as they are, other values as JSON;
-tensors and arrays, wherever they sit in the result, as a summary (shape, dtype, min, max,
-mean, std, a preview) plus, for small ones (up to :data:`MAX_DATA_ELEMENTS` elements), the data
-as JSON lists. The same JSON is the result's ``structuredContent`` (``{"result": ...}``). A
-function that raised comes back as an error result with the remote traceback.
+second while it runs). Results come back as text: strings as they are, other values as compact
+JSON (a list of numbers on one line); tensors and arrays, wherever they sit in the result, as a
+summary (shape, dtype, min, max, mean, std, a preview) plus, for small ones (up to
+:data:`MAX_DATA_ELEMENTS` elements), the data as JSON lists. The same JSON is the result's
+``structuredContent`` (``{"result": ...}``) when it fits in :data:`MAX_TEXT` characters; text
+longer than that is clipped with a note, as the notebook tools clip. A function that raised
+comes back as an error result with the remote traceback.
 """
 
 from __future__ import annotations
