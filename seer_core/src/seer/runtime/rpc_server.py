@@ -28,8 +28,11 @@ Every request needs ``Authorization: Bearer <token>``: none is answered 401, a w
 Errors are answered as ``{"error": {"code", "message", ...}}``: ``unknown_function`` (404),
 ``bad_arguments`` (422; the signature and the simple type hints are checked, naming the
 parameter), ``too_large`` (413), ``timeout`` (504), ``remote_error`` (500: the function raised;
-with ``remote_type`` and ``traceback``), ``unserializable`` (500: the result holds a type the wire
-does not carry, named), ``loading`` (503), ``malformed`` (400).
+with ``remote_type`` and ``traceback``; also a result that raised while being encoded, such as a
+meta tensor), ``unserializable`` (500: the result holds a type the wire does not carry, named),
+``internal`` (500: anything else that failed answering), ``loading`` (503), ``malformed`` (400).
+Every request is answered: a connection dropped without an answer would leave a client unable to
+tell whether its call ran. A body is read as it arrives, never allocated at its claimed length.
 
 Concurrency: every connection has its own thread and every call runs in a thread of its own, so
 a slow call never holds up another. Module state shared between calls is the interface author's
