@@ -204,13 +204,17 @@ def up(
             "--provider", "-p", help="Run on this provider instead of the config's (or $SEER_PROVIDER)."
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print no progress on stderr (as SEER_QUIET=1 does)."),
+    ] = False,
 ) -> None:
     """Start a sandbox from a config file and print how to reach it.
 
     Prints one JSON object on stdout: `sandbox_id`, `provider`, `name`, `status`, `workdir`,
     `jupyter_url` (null unless a Jupyter server was started) and `expires_at` (ISO 8601, UTC).
-    Progress goes to stderr. The sandbox keeps running after this command exits, until
-    `seer down` or its `timeout`.
+    Progress (each step, download progress) goes to stderr unless --quiet. The sandbox keeps
+    running after this command exits, until `seer down` or its `timeout`.
 
     Exits 2 if the config is invalid (nothing is started), 1 if starting failed (what was
     made is torn down).
@@ -220,7 +224,7 @@ def up(
         config.provider = provider
     sandbox = seer.Sandbox(config)
     with _stdout_to_stderr():
-        sandbox.start(name=name)
+        sandbox.start(name=name, quiet=quiet)
     info = _machine_info(sandbox.provider, sandbox.sandbox_id)
     _print_json(
         {
@@ -233,10 +237,11 @@ def up(
             "expires_at": _iso(info.expires_at) if info else None,
         }
     )
-    _stderr().print(
-        f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
-        f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
-    )
+    if not quiet:
+        _stderr().print(
+            f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
+            f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
+        )
 
 
 @_handle_errors

@@ -67,7 +67,9 @@ def _records() -> Path:
 class Sandbox:
     """A sandbox on a provider. ``Sandbox(config).start()`` returns the started sandbox."""
 
-    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | None = None):
+    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | bool | None = None):
+        """``progress``: where setup and teardown say what they do (stderr by default; ``False``
+        silences it, as ``$SEER_QUIET=1`` does; a :class:`~seer.progress.Progress` of your own)."""
         self.config = config if config is not None else SandboxConfig()
         self._machine: Machine | None = None
         self._provider_name = self.config.provider_name
@@ -76,11 +78,15 @@ class Sandbox:
         self._services: dict[str, Any] = {}
         #: variables core sets for everything run in the sandbox after provisioning (model paths, ...)
         self._env: dict[str, str] = {}
-        self._progress = progress
+        self._progress = progress if isinstance(progress, Progress) else Progress(enabled=progress)
 
     # --- lifecycle ------------------------------------------------------------------------
-    def start(self, name: str | None = None) -> Sandbox:
+    def start(self, name: str | None = None, *, quiet: bool = False) -> Sandbox:
         """Provision the machine and bootstrap it. Returns self.
+
+        Each step (provisioning, packages, models, ...) and its download progress is reported on
+        stderr; ``quiet=True`` (or ``$SEER_QUIET=1``, or ``Sandbox(config, progress=False)``)
+        keeps it quiet.
 
         Raises :class:`~seer.errors.ConfigError` before anything is made if the config cannot
         run on the chosen provider (or a secret is missing), and
@@ -95,6 +101,8 @@ class Sandbox:
         provider = plugins.get_provider(self._provider_name)
         mode_cls = plugins.get_execution_mode(config.execution_mode.value)
         self._name = name or getattr(config, "name", None) or "sandbox"
+        if quiet:
+            self._progress = Progress(enabled=False)
         progress = self._progress or Progress()
         spec = MachineSpec(
             name=self._name,
