@@ -293,8 +293,17 @@ def down(
         typer.Argument(metavar="ID", help="Sandboxes to terminate.", show_default=False),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", "-a", help="Terminate every running sandbox.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Terminate even if the notebooks and outputs cannot be copied out."),
+    ] = False,
 ) -> None:
     """Terminate sandboxes: the ones named, or with --all every running one on every provider.
+
+    First each sandbox's notebooks and outputs are copied to its client folder (the one fixed when
+    it started: `$SEER_OUTPUTS_DIR/<id>/` or `./seer-outputs/<id>/`), and a line on stderr says
+    where. If that copy fails the sandbox is left running and the error says why (exit 1);
+    --force terminates it anyway.
 
     Idempotent: a sandbox that is already gone is reported, not an error. An id no provider
     knows is an error (exit 1), after the others were terminated.
@@ -311,7 +320,7 @@ def down(
             sandbox = seer.Sandbox.attach(sandbox_id)
             status = sandbox.status
             if status.alive:
-                sandbox.terminate()
+                sandbox.terminate(force=force)
                 typer.echo(f"{sandbox_id}: terminated")
             else:
                 # Already dead: no lifecycle hooks, but let the provider clear any remains.
