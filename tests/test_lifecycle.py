@@ -13,10 +13,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from _teardown_kit import wait_for as _wait_for
 from seer import Sandbox, SandboxConfig
 from seer.errors import SandboxNotRunningError
 from seer.providers import _procs
@@ -26,15 +26,6 @@ from seer.providers.local import LocalProvider, sandbox_dir
 #: Bounds for waits on teardown. They only bound a loop that returns as soon as the condition
 #: holds; they are generous because a loaded 2-core CI box can take seconds to start a supervisor.
 SLOW = 60
-
-
-def _wait_for(predicate, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def _listed_status(sandbox_id: str) -> MachineStatus | None:

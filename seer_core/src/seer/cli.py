@@ -204,13 +204,17 @@ def up(
             "--provider", "-p", help="Run on this provider instead of the config's (or $SEER_PROVIDER)."
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print no progress on stderr (as SEER_QUIET=1 does)."),
+    ] = False,
 ) -> None:
     """Start a sandbox from a config file and print how to reach it.
 
     Prints one JSON object on stdout: `sandbox_id`, `provider`, `name`, `status`, `workdir`,
     `jupyter_url` (null unless a Jupyter server was started) and `expires_at` (ISO 8601, UTC).
-    Progress goes to stderr. The sandbox keeps running after this command exits, until
-    `seer down` or its `timeout`.
+    Progress (each step, download progress) goes to stderr unless --quiet. The sandbox keeps
+    running after this command exits, until `seer down` or its `timeout`.
 
     Exits 2 if the config is invalid (nothing is started), 1 if starting failed (what was
     made is torn down).
@@ -220,7 +224,7 @@ def up(
         config.provider = provider
     sandbox = seer.Sandbox(config)
     with _stdout_to_stderr():
-        sandbox.start(name=name)
+        sandbox.start(name=name, quiet=quiet)
     info = _machine_info(sandbox.provider, sandbox.sandbox_id)
     _print_json(
         {
@@ -233,10 +237,11 @@ def up(
             "expires_at": _iso(info.expires_at) if info else None,
         }
     )
-    _stderr().print(
-        f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
-        f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
-    )
+    if not quiet:
+        _stderr().print(
+            f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
+            f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
+        )
 
 
 @_handle_errors
@@ -288,8 +293,17 @@ def down(
         typer.Argument(metavar="ID", help="Sandboxes to terminate.", show_default=False),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", "-a", help="Terminate every running sandbox.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Terminate even if the notebooks and outputs cannot be copied out."),
+    ] = False,
 ) -> None:
     """Terminate sandboxes: the ones named, or with --all every running one on every provider.
+
+    First each sandbox's notebooks and outputs are copied to its client folder (the one fixed when
+    it started: `$SEER_OUTPUTS_DIR/<id>/` or `./seer-outputs/<id>/`), and a line on stderr says
+    where. If that copy fails the sandbox is left running and the error says why (exit 1);
+    --force terminates it anyway.
 
     Idempotent: a sandbox that is already gone is reported, not an error. An id no provider
     knows is an error (exit 1), after the others were terminated.
@@ -306,7 +320,7 @@ def down(
             sandbox = seer.Sandbox.attach(sandbox_id)
             status = sandbox.status
             if status.alive:
-                sandbox.terminate()
+                sandbox.terminate(force=force)
                 typer.echo(f"{sandbox_id}: terminated")
             else:
                 # Already dead: no lifecycle hooks, but let the provider clear any remains.

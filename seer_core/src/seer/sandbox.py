@@ -33,6 +33,7 @@ from seer.errors import (
     SeerError,
 )
 from seer.models import ModelHandle, prepare_models
+from seer.outputs import client_outputs_dir, copy_out
 from seer.progress import Progress
 from seer.providers.base import (
     ExecResult,
@@ -67,7 +68,9 @@ def _records() -> Path:
 class Sandbox:
     """A sandbox on a provider. ``Sandbox(config).start()`` returns the started sandbox."""
 
-    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | None = None):
+    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | bool | None = None):
+        """``progress``: where setup and teardown say what they do (stderr by default; ``False``
+        silences it, as ``$SEER_QUIET=1`` does; a :class:`~seer.progress.Progress` of your own)."""
         self.config = config if config is not None else SandboxConfig()
         self._machine: Machine | None = None
         self._provider_name = self.config.provider_name
@@ -76,11 +79,16 @@ class Sandbox:
         self._services: dict[str, Any] = {}
         #: variables core sets for everything run in the sandbox after provisioning (model paths, ...)
         self._env: dict[str, str] = {}
-        self._progress = progress
+        self._progress = progress if isinstance(progress, Progress) else Progress(enabled=progress)
+        self._outputs_dir: Path | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
-    def start(self, name: str | None = None) -> Sandbox:
+    def start(self, name: str | None = None, *, quiet: bool = False) -> Sandbox:
         """Provision the machine and bootstrap it. Returns self.
+
+        Each step (provisioning, packages, models, ...) and its download progress is reported on
+        stderr; ``quiet=True`` keeps this start quiet (``Sandbox(config, progress=False)`` or
+        ``$SEER_QUIET=1``: everything the sandbox reports).
 
         Raises :class:`~seer.errors.ConfigError` before anything is made if the config cannot
         run on the chosen provider (or a secret is missing), and
@@ -95,7 +103,7 @@ class Sandbox:
         provider = plugins.get_provider(self._provider_name)
         mode_cls = plugins.get_execution_mode(config.execution_mode.value)
         self._name = name or getattr(config, "name", None) or "sandbox"
-        progress = self._progress or Progress()
+        progress = Progress(enabled=False) if quiet else self._progress
         spec = MachineSpec(
             name=self._name,
             timeout=config.timeout,
@@ -164,19 +172,47 @@ class Sandbox:
             (_records() / f"{machine_id}.json").unlink(missing_ok=True)
             self._machine = None
 
-    def terminate(self, save_snapshot: bool = False, snapshot_description: str = "") -> Snapshot | None:
+    def terminate(
+        self, save_snapshot: bool = False, snapshot_description: str = "", *, force: bool = False
+    ) -> Snapshot | None:
         """Tear the sandbox down. Idempotent. With ``save_snapshot=True``, snapshot it first
-        and return the :class:`Snapshot`."""
+        and return the :class:`Snapshot`.
+
+        Before anything is deleted, the sandbox's ``notebooks/`` and ``outputs/`` are copied to
+        :attr:`outputs_dir` on this machine (see :mod:`seer.outputs`), and one line on stderr says
+        where. If that copy fails, nothing is torn down and :class:`~seer.errors.SandboxError`
+        says why; ``force=True`` tears down anyway.
+        """
         if self._machine is None:
             return None
         snap = None
         if self._machine.status().alive:
             if save_snapshot:
                 snap = self.snapshot(snapshot_description)
+            self._keep_outputs(force)
             plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         plugins.get_provider(self._provider_name).terminate(self._machine.id)
         return snap
+
+    def _keep_outputs(self, force: bool) -> None:
+        """Copy the notebooks and outputs to :attr:`outputs_dir`, or refuse to go on (unless
+        ``force``), so the agent's record is never deleted silently."""
+        dest = self.outputs_dir
+        try:
+            kept = copy_out(self.machine, dest)
+        except Exception as exc:
+            why = f"could not copy the notebooks and outputs of sandbox {self.sandbox_id} to {dest}: {exc}"
+            if not force:
+                raise SandboxError(
+                    f"{why}. Nothing was deleted: the sandbox is still running. Copy what you need "
+                    "(sandbox.download_dir / seer exec), then terminate(force=True) or "
+                    "`seer down --force` to delete it anyway"
+                ) from exc
+            self._progress.note(f"{why}; deleting it anyway (force)")
+            return
+        if kept.files:
+            self._progress.note(kept.summary(self.sandbox_id))
 
     def __enter__(self) -> Sandbox:
         if self._machine is None:
@@ -201,6 +237,7 @@ class Sandbox:
             sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
             sandbox._services = record.get("services", {})
             sandbox._env = record.get("env", {})
+            sandbox._outputs_dir = Path(record["outputs_dir"]) if record.get("outputs_dir") else None
             sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
             return sandbox
         for name, reg in plugins.providers().items():
@@ -246,6 +283,7 @@ class Sandbox:
                 "repos": [asdict(r) for r in self._repos],
                 "services": self._services,
                 "env": self._env,
+                "outputs_dir": str(self.outputs_dir),
             },
         )
 
@@ -286,6 +324,15 @@ class Sandbox:
     def status(self) -> MachineStatus:
         """``running``, ``terminated``, ``expired`` or ``lost``; ``not started`` raises."""
         return self.machine.status()
+
+    @property
+    def outputs_dir(self) -> Path:
+        """The folder on this machine that keeps the sandbox's notebooks and outputs (absolute):
+        ``$SEER_OUTPUTS_DIR/<sandbox_id>/`` or ``./seer-outputs/<sandbox_id>/`` as it was when the
+        sandbox started (stored in its record, so every process uses the same one)."""
+        if self._outputs_dir is None:
+            self._outputs_dir = client_outputs_dir(self.sandbox_id)
+        return self._outputs_dir
 
     @property
     def workdir(self) -> str:

@@ -46,6 +46,8 @@ from pydantic import Field
 from seer.errors import CellTimeoutError, KernelDiedError, NotebookError, SeerError
 from seer.notebook import CellResult, JupyterClient, NotebookSession, strip_ansi
 
+from seer_mcp._progress import with_progress
+
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
 
@@ -850,32 +852,7 @@ async def _with_progress(fn: Callable[[], Any], ctx: Context | None, message: Ca
     """Run blocking ``fn`` in a worker thread; meanwhile send a progress notification every
     :data:`PROGRESS_INTERVAL` seconds (when the client asked for progress). A cancelled call
     abandons the thread, which runs on."""
-    if ctx is None:
-        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
-    started = time.monotonic()
-    outcome: list[tuple[bool, Any]] = []
-
-    def call() -> None:
-        try:
-            outcome.append((True, fn()))
-        except BaseException as exc:  # re-raised below, outside the task group
-            outcome.append((False, exc))
-
-    async def ticker() -> None:
-        while True:
-            await anyio.sleep(PROGRESS_INTERVAL)
-            elapsed = time.monotonic() - started
-            with contextlib.suppress(Exception):
-                await ctx.report_progress(elapsed, None, message(elapsed))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker)
-        await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        tg.cancel_scope.cancel()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
+    return await with_progress(fn, ctx, message, PROGRESS_INTERVAL)
 
 
 async def _in_thread(fn: Callable[[], Any], ctx: Context | None = None, what: str = "working") -> Any:

@@ -2,7 +2,8 @@
 
 Started detached by the local provider, it outlives the client. It waits until the sandbox's
 deadline passes or it is sent SIGTERM (``terminate()``), then tears the sandbox down (every
-process it started, its working directory) and exits.
+process it started, its working directory, after keeping its notebooks and outputs in the client
+folder its record names or in ``$SEER_HOME/outputs/<id>/``) and exits.
 """
 
 from __future__ import annotations

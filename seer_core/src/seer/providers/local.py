@@ -12,7 +12,8 @@ Each sandbox lives in ``$SEER_HOME/local/<id>/``::
 A detached *supervisor* process (:mod:`seer.providers._supervisor`) owns the sandbox's lifetime:
 it outlives the client, and when the ``timeout`` passes or ``terminate()`` signals it, it kills
 every process the sandbox started (each carries ``SEER_SANDBOX_ID`` in its environment, so even
-processes that left their session are found) and removes the working directory. If the supervisor
+processes that left their session are found), keeps its ``notebooks/`` and ``outputs/`` on this
+disk (:meth:`_Sandbox.keep_outputs`) and removes the working directory. If the supervisor
 itself is gone, the next ``list()`` or ``attach()`` finds the sandbox ``lost`` and cleans it up, so
 a dead sandbox is never reported as running.
 """
@@ -43,6 +44,7 @@ from seer.errors import (
     SandboxNotRunningError,
 )
 from seer.hookspecs import hookimpl
+from seer.outputs import KEPT_DIRS, keep_tree, recorded_outputs_dir
 from seer.providers import _procs
 from seer.providers._local_env import ensure_layer, make_sandbox_env
 from seer.providers.base import (
@@ -226,10 +228,34 @@ class _Sandbox:
             _procs.kill_sandbox_processes(self.id, self.pgids())
             if already:
                 return
-            shutil.rmtree(self.root, ignore_errors=True)
+            if self.keep_outputs():
+                shutil.rmtree(self.root, ignore_errors=True)
             shutil.rmtree(self.venv, ignore_errors=True)
             self.secrets_path.unlink(missing_ok=True)
             self.update(status=status.value, ended_at=time.time())
+
+    def keep_outputs(self) -> bool:
+        """Keep the sandbox's notebooks and outputs before its working directory is removed, so a
+        sandbox that expires with no client (or loses its supervisor) leaves them retrievable: in
+        the client folder its record names (``outputs_dir``), else ``$SEER_HOME/outputs/<id>/``.
+        Where they went is recorded in ``meta.json`` (``kept``) and printed (to the supervisor's
+        log). False if they could be written nowhere: then the working directory stays."""
+        if not any((self.root / folder).is_dir() for folder in KEPT_DIRS):
+            return True
+        for dest in (recorded_outputs_dir(self.id), seer_home() / "outputs" / self.id):
+            if dest is None:
+                continue
+            try:
+                kept = keep_tree(self.root, dest)
+            except OSError as exc:
+                print(f"could not keep notebooks and outputs in {dest}: {exc}", flush=True)
+                continue
+            if kept.files:
+                self.update(kept=str(dest))
+                print(kept.summary(self.id), flush=True)
+            return True
+        print(f"notebooks and outputs left in {self.root}", flush=True)
+        return False
 
 
 class LocalMachine(Machine):
