@@ -52,6 +52,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.models import model_lookup_env
 from seer.progress import Progress
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
@@ -258,9 +259,9 @@ class ScopedSandbox(Sandbox):
             argv += ["--call-timeout", f"{float(call_timeout):g}"]
         if max_request_bytes is not None:
             argv += ["--max-request-bytes", str(max_request_bytes)]
-        self.start_process(
-            argv, name=proc, env={"SEER_RPC_TOKEN": token, "PYTHONUNBUFFERED": "1"}, cwd=self.interfaces_dir
-        )
+        # The interface is the user's code: it may find a hidden model by its name (the models key).
+        env = {"SEER_RPC_TOKEN": token, "PYTHONUNBUFFERED": "1", **model_lookup_env(self)}
+        self.start_process(argv, name=proc, env=env, cwd=self.interfaces_dir)
         try:
             state = self._wait_ready(name, state_file, launch, start_timeout)
             url = machine.expose_port(int(state["port"]))
