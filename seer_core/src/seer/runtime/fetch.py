@@ -290,10 +290,14 @@ def _read_commit(local_dir: Path, seal: str | None) -> str | None:
 
 
 def _forget_download_metadata(local_dir: Path) -> None:
-    """Remove huggingface_hub's bookkeeping in ``local_dir`` (``.cache/huggingface``): its
-    per-file metadata and tree listing name the commit, and an LFS file's etag is the name of its
-    blob in a shared cache."""
-    shutil.rmtree(local_dir / ".cache" / "huggingface", ignore_errors=True)
+    """Remove huggingface_hub's bookkeeping in ``local_dir`` (under ``.cache/huggingface``): each
+    file's ``.metadata`` and the ``trees/`` listing name the commit, and an LFS file's etag is the
+    name of its blob in a shared cache. Its locks and partial downloads stay, for a fetch of the
+    same folder running beside this one."""
+    meta = local_dir / ".cache" / "huggingface"
+    shutil.rmtree(meta / "trees", ignore_errors=True)
+    for path in (meta / "download").rglob("*.metadata") if (meta / "download").is_dir() else ():
+        path.unlink(missing_ok=True)
 
 
 class _Fetcher:
