@@ -121,6 +121,7 @@ class Sandbox:
             options=provider.parse_options(config),
             snapshot=getattr(self, "_restore_from", None),
             repos=list(config.repos),
+            private_model_cache=any(m.hidden for m in config.models),
             progress=progress.update,
         )
         step = "provision"

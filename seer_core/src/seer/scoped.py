@@ -54,6 +54,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.models import model_lookup_env
 from seer.progress import Progress
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
@@ -303,7 +304,10 @@ class ScopedSandbox(Sandbox):
             # The token goes through a file private to the user that the server deletes once
             # read: in its environment, /proc/<pid>/environ would show it as long as it runs.
             machine.write_bytes(token_file, token.encode(), mode=0o600)
-            self.start_process(argv, name=proc, env={"PYTHONUNBUFFERED": "1"}, cwd=self.interfaces_dir)
+            # The interface is the user's code: it may find a hidden model by its name (the models
+            # key); the agent reaches it only through the functions it exposes.
+            env = {"PYTHONUNBUFFERED": "1", **model_lookup_env(self)}
+            self.start_process(argv, name=proc, env=env, cwd=self.interfaces_dir)
             state = self._wait_ready(name, state_file, launch, start_timeout)
             url = machine.expose_port(int(state["port"]))
             functions = self._functions(name, url, token)

@@ -9,7 +9,10 @@ container from it:
   container's labels hold all a client needs to find and use it again (name, deadline, workdir),
   so ``seer ls`` / ``seer down --all`` work from any process, even after the client crashed;
 * the Hugging Face hub cache is a named volume (or a host folder) mounted into every sandbox, so a
-  model downloads once per host;
+  model downloads once per host; except in a sandbox with hidden models, which gets no shared
+  cache at all (its models download into the container's own folder): the shared cache holds
+  models under their names, and its blobs are named by the hash of their content, so an agent
+  seeing it could identify the hidden model;
 * secrets go to a file on a tmpfs in the container and reach commands through the exec API, never
   through the container's configuration (which ``docker inspect`` and ``docker commit`` keep).
 
@@ -515,6 +518,7 @@ class DockerProvider(Provider):
         port_exposure="loopback",
         max_lifetime=None,
         installs_system_packages=True,
+        hides_models=True,
     )
     options_model = DockerOptions
 
@@ -605,9 +609,16 @@ class DockerProvider(Provider):
         )
         return tag
 
-    def _model_mount(self, client: DockerClient, options: DockerOptions) -> dict[str, dict[str, str]]:
+    def _model_mount(
+        self, client: DockerClient, options: DockerOptions, spec: MachineSpec
+    ) -> dict[str, dict[str, str]]:
+        """The shared model cache's mount, or none when the sandbox must have a cache of its own
+        (``spec.private_model_cache``: it has hidden models): what is not mounted, the agent
+        cannot list, hash or link against."""
         from docker.errors import NotFound
 
+        if spec.private_model_cache:
+            return {}
         if options.model_cache != "volume":
             Path(options.model_cache).mkdir(parents=True, exist_ok=True)
             return {options.model_cache: {"bind": HF_MOUNT, "mode": "rw"}}
@@ -634,6 +645,7 @@ class DockerProvider(Provider):
             "seer.workdir": options.workdir,
             "seer.python": "/opt/seer/venv/bin/python",
             "seer.image": tag,
+            "seer.model_cache": "private" if spec.private_model_cache else "shared",
         }
         env = {**spec.env, "SEER_WORKDIR": options.workdir, "SEER_SANDBOX_ID": sandbox_id}
         _ledger_update(
@@ -663,7 +675,7 @@ class DockerProvider(Provider):
             auto_remove=True,
             init=True,
             network_mode=options.network,
-            volumes=self._model_mount(client, options),
+            volumes=self._model_mount(client, options, spec),
             tmpfs={_shell.RUN_DIR: "mode=0700"},
             working_dir=options.workdir,
             **kwargs,

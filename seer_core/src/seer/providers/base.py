@@ -76,6 +76,10 @@ class Capabilities:
     max_lifetime: int | None = None
     #: installs ``system_packages`` (otherwise they are only checked)
     installs_system_packages: bool = False
+    #: keeps a hidden model's identity from the agent: the agent cannot read the client's files,
+    #: and a machine made with ``MachineSpec.private_model_cache`` sees no model cache shared with
+    #: other sandboxes (where models sit under their real names); without it, core warns at start
+    hides_models: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class MachineSpec:
     #: the config's repositories; core clones them after provisioning, but a provider that builds
     #: images uses the ones naming a ``dockerfile`` to build the machine's image
     repos: list[RepoConfig] = field(default_factory=list)
+    #: the config has hidden models: give the machine a model cache of its own, not one shared with
+    #: other sandboxes, whose folder names and blobs would let the agent identify them
+    private_model_cache: bool = False
     #: called with lines of provisioning output (an image build, a pull) as they come
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
