@@ -338,6 +338,7 @@ class ToyProvider(Provider):
     """Sandboxes as directories plus processes, written against the public contract only."""
 
     name: ClassVar[str] = "toy"
+    id_pattern: ClassVar[str] = _ID.pattern.strip("^$")
     description: ClassVar[str] = "a throwaway test provider: directories plus processes"
     capabilities: ClassVar[Capabilities] = Capabilities(port_exposure="loopback", max_lifetime=6 * 3600)
 
