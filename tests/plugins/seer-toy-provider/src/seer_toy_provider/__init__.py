@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import seer
 from seer.errors import ConfigProblem, ExecTimeoutError, SandboxNotFoundError, SandboxNotRunningError
+from seer.ids import check_sandbox_id
 from seer.providers.base import (
     Capabilities,
     Command,
@@ -421,6 +422,7 @@ class ToyProvider(Provider):
         return found
 
     def terminate(self, machine_id: str) -> None:
+        check_sandbox_id(machine_id, ToyProvider)  # a malformed id is an error, an unknown one not
         try:
             box = self._box(machine_id)
         except SandboxNotFoundError:
