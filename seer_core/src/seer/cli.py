@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import seer
-from seer import plugins
+from seer import plugins, state
 from seer.config import ExperimentConfig
 from seer.errors import (
     ConfigError,
@@ -40,6 +40,7 @@ from seer.errors import (
     SeerError,
     UnknownPluginError,
 )
+from seer.ids import sandbox_id_providers
 from seer.providers.base import MachineInfo, MachineStatus
 
 __all__ = ["create_app", "main"]
@@ -54,6 +55,7 @@ EXIT_INTERRUPTED = 130
 
 _STATUS_STYLE = {
     MachineStatus.RUNNING: "green",
+    MachineStatus.STARTING: "cyan",
     MachineStatus.TERMINATED: "dim",
     MachineStatus.EXPIRED: "yellow",
     MachineStatus.LOST: "red",
@@ -168,6 +170,15 @@ def _all_machines() -> list[MachineInfo]:
     return sorted(found, key=lambda m: m.created_at)
 
 
+def _expire_records(machines: list[MachineInfo]) -> None:
+    """Drop the tokens from the client records of listed sandboxes that have ended, and delete
+    records past their time (:func:`seer.state.prune_records`)."""
+    for m in machines:
+        if not m.status.alive:
+            state.end_record(m.id, m.status.value)
+    state.prune_records()
+
+
 def _machine_info(provider: str, sandbox_id: str) -> MachineInfo | None:
     with contextlib.suppress(Exception):
         for info in plugins.get_provider(provider).list():
@@ -254,10 +265,14 @@ def ls(
     """List sandboxes on every installed provider (running ones unless --all).
 
     A sandbox whose client or supervisor died is shown as `lost` or `expired`, never as
-    running. With --json, prints an array of objects with `sandbox_id`, `provider`, `name`,
-    `status`, `created_at`, `expires_at` (ISO 8601, UTC) and `labels`.
+    running; one whose `seer up` (or `Sandbox.start()`) has not finished is `starting`, and ends
+    itself (`lost`) if that client dies first. Ended sandboxes are listed for a day. With --json,
+    prints an array of objects with `sandbox_id`, `provider`, `name`, `status`, `created_at`,
+    `expires_at` (ISO 8601, UTC) and `labels`.
     """
-    machines = [m for m in _all_machines() if all_ or m.status.alive]
+    listed = _all_machines()
+    _expire_records(listed)
+    machines = [m for m in listed if all_ or m.status.alive]
     if as_json:
         _print_json([_info_json(m) for m in machines])
         return
@@ -310,6 +325,8 @@ def down(
     """
     if bool(sandbox_ids) == all_:
         _fail("name the sandboxes to terminate, or pass --all (not both)", EXIT_CONFIG)
+    for sandbox_id in sandbox_ids or []:  # every id checked before any sandbox is touched
+        sandbox_id_providers(sandbox_id, argument="ID")
     failed = False
     if all_:
         sandbox_ids = [m.id for m in _all_machines() if m.status.alive]
@@ -325,6 +342,7 @@ def down(
             else:
                 # Already dead: no lifecycle hooks, but let the provider clear any remains.
                 plugins.get_provider(sandbox.provider).terminate(sandbox_id)
+                state.end_record(sandbox_id, status.value)
                 typer.echo(f"{sandbox_id}: already {status.value}")
         except SandboxNotFoundError as exc:
             _stderr().print(f"[bold red]error:[/] {escape(str(exc))}")

@@ -11,6 +11,7 @@ A started sandbox outlives the script that started it (until ``terminate()`` or 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -32,6 +33,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.ids import sandbox_id_providers
 from seer.models import ModelHandle, prepare_models
 from seer.outputs import client_outputs_dir, copy_out
 from seer.progress import Progress
@@ -45,7 +47,7 @@ from seer.providers.base import (
     Provider,
     Snapshot,
 )
-from seer.state import read_json, seer_home, write_json
+from seer.state import end_record, prune_records, read_json, record_path, records_dir, write_json
 
 __all__ = ["RepoHandle", "Sandbox"]
 
@@ -62,7 +64,7 @@ class RepoHandle:
 
 
 def _records() -> Path:
-    return seer_home() / "sandboxes"
+    return records_dir()
 
 
 class Sandbox:
@@ -81,6 +83,7 @@ class Sandbox:
         self._env: dict[str, str] = {}
         self._progress = progress if isinstance(progress, Progress) else Progress(enabled=progress)
         self._outputs_dir: Path | None = None
+        self._created_at: float | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self, name: str | None = None, *, quiet: bool = False) -> Sandbox:
@@ -100,6 +103,7 @@ class Sandbox:
             raise ConfigError("name: must not be empty")
         config = self.config
         secret_values = config.preflight()
+        prune_records()
         provider = plugins.get_provider(self._provider_name)
         mode_cls = plugins.get_execution_mode(config.execution_mode.value)
         self._name = name or getattr(config, "name", None) or "sandbox"
@@ -153,6 +157,8 @@ class Sandbox:
                 mode_cls().prepare(self)
             step = "record"
             self._save_record()
+            # Until here, a starter that dies takes the half-made sandbox with it.
+            self._machine.start_completed()
         except BaseException as exc:
             sandbox_id = self._machine.id if self._machine else None
             self._abort(provider)
@@ -194,6 +200,7 @@ class Sandbox:
             plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         plugins.get_provider(self._provider_name).terminate(self._machine.id)
+        end_record(self._machine.id, self._machine.status().value)
         return snap
 
     def _keep_outputs(self, force: bool) -> None:
@@ -227,14 +234,26 @@ class Sandbox:
 
     @classmethod
     def attach(cls, sandbox_id: str) -> Sandbox:
-        """A handle on a sandbox started earlier (by this or another process)."""
-        record_path = _records() / f"{sandbox_id}.json"
-        if record_path.is_file():
-            record = read_json(record_path)
-            config = SandboxConfig.model_validate(record["config"])
+        """A handle on a sandbox started earlier (by this or another process).
+
+        Raises :class:`~seer.errors.InvalidSandboxIdError` for an id of no installed provider's
+        format (before looking at anything), :class:`~seer.errors.SandboxNotFoundError` for an
+        id no provider knows.
+        """
+        candidates = sandbox_id_providers(sandbox_id)
+        record = None
+        with contextlib.suppress(OSError, ValueError):
+            record = read_json(record_path(sandbox_id))
+        # A record is a file: trust it only to name one of the providers the id can belong to.
+        if isinstance(record, dict) and record.get("provider") in candidates:
+            config = (
+                SandboxConfig.model_validate(record["config"])
+                if "config" in record
+                else SandboxConfig(provider=record["provider"])  # an ended sandbox's record
+            )
             sandbox = cls(config)
             sandbox._provider_name = record["provider"]
-            sandbox._name = record["name"]
+            sandbox._name = record.get("name")
             sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
             sandbox._services = record.get("services", {})
             sandbox._env = record.get("env", {})
@@ -242,7 +261,7 @@ class Sandbox:
             sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
             return sandbox
         for name, reg in plugins.providers().items():
-            if not reg.cls.availability().usable:  # type: ignore[attr-defined]
+            if name not in candidates or not reg.cls.availability().usable:  # type: ignore[attr-defined]
                 continue
             provider = plugins.get_provider(name)
             try:
@@ -271,13 +290,16 @@ class Sandbox:
         return sandbox.start(name=name)
 
     def _save_record(self) -> None:
+        created = self._created_at = self._created_at or time.time()
         write_json(
-            _records() / f"{self.machine.id}.json",
+            record_path(self.machine.id),
             {
                 "id": self.machine.id,
                 "provider": self._provider_name,
                 "name": self._name,
-                "created_at": time.time(),
+                "created_at": created,
+                # no sandbox outlives this: its record expires from here at the latest
+                "expires_at": created + self.config.timeout,
                 "config": self.config.model_dump(
                     mode="json", exclude={"name"} & set(type(self.config).model_fields)
                 ),

@@ -568,6 +568,10 @@ class SessionRegistry:
             (jupyter_url or "").strip(),
             (sandbox_id or "").strip(),
         )
+        if sandbox_id:  # an id is never a path: checked before anything looks it up
+            from seer.ids import sandbox_id_providers
+
+            sandbox_id_providers(sandbox_id)
         if session_id:
             with self._lock:
                 existing = self._entries.get(session_id)
