@@ -136,8 +136,12 @@ def _notebook(sandbox: Sandbox, session: NotebookSession) -> dict[str, Any]:
     raise AssertionError(f"{session.notebook_path} never held valid JSON")
 
 
+def _src(cell: dict[str, Any]) -> str:
+    return "".join(cell["source"])
+
+
 def _sources(notebook: dict[str, Any]) -> list[str]:
-    return ["".join(c["source"]) for c in notebook["cells"]]
+    return [_src(c) for c in notebook["cells"]]
 
 
 def _session_id(result: types.CallToolResult) -> str:
@@ -163,7 +167,7 @@ def test_tools_are_listed_with_descriptions(client: McpClient) -> None:
     start = tools["start_new_session"].description or ""
     assert "LOCAL" in start and "no GPU" in start and "setup" in start and "attach_to_session" in start
     assert set(tools["attach_to_session"].input_schema["properties"]) >= {"session_id", "jupyter_url"}
-    assert tools["execute_code"].input_schema["required"] == ["session_id", "code"]
+    assert tools["execute_code"].input_schema["required"] == ["code"]
     assert all(t.description for t in tools.values())
 
 
@@ -458,7 +462,9 @@ def test_mcp_config_starts_a_server_with_the_session_as_default(sandbox: Sandbox
         assert config["env"] == {
             "SEER_SESSION_ID": session.session_id,
             "SEER_JUPYTER_URL": session.jupyter_url,
+            "SEER_OUTPUTS_DIR": str(sandbox.outputs_dir.parent),
         }
+        assert sandbox.outputs_dir.is_absolute() and sandbox.outputs_dir.name == sandbox.sandbox_id
         with McpClient(config["args"], server_env(config["env"]), command=config["command"]) as c:
             listed = json.loads(text(c.call("list_sessions")))
             assert listed == [
@@ -471,6 +477,10 @@ def test_mcp_config_starts_a_server_with_the_session_as_default(sandbox: Sandbox
             )
         # The server let go of the session without ending it.
         assert session.exec("'alive'").result == "'alive'"
+        # By default, the server kept the notebook's client-side copy in the sandbox's folder.
+        copy = json.loads((sandbox.outputs_dir / "configured.ipynb").read_text())
+        assert [_src(c) for c in copy["cells"]] == ["'default'", "1 + 2"]
+        assert copy["cells"][1]["outputs"][0]["data"]["text/plain"] == "3"
 
 
 def test_a_default_session_that_cannot_be_reached_is_explained() -> None:

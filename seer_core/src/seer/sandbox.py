@@ -46,7 +46,11 @@ from seer.providers.base import (
 )
 from seer.state import read_json, seer_home, write_json
 
-__all__ = ["RepoHandle", "Sandbox"]
+__all__ = ["DEFAULT_OUTPUTS_DIR", "RepoHandle", "Sandbox", "default_outputs_dir"]
+
+#: The folder, under the working directory, that research records go to unless
+#: ``$SEER_OUTPUTS_DIR`` names another (one subfolder per sandbox).
+DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,8 @@ class Sandbox:
         try:
             with progress.step(f"Provisioning a sandbox on {provider.name}"):
                 self._machine = provider.create(spec)
+            # The research record's folder, fixed now: `seer down` and MCP servers run elsewhere.
+            self._services["outputs_dir"] = str(default_outputs_dir(self._machine.id))
             plugins.hook().seer_sandbox_provisioned(sandbox=self)
             step = "packages"
             if config.python_packages and not self._machine.packages_installed:
@@ -293,6 +299,15 @@ class Sandbox:
         return self.machine.workdir
 
     @property
+    def outputs_dir(self) -> Path:
+        """The folder on this machine for the sandbox's research record (notebooks as
+        ``<name>.ipynb``, other outputs under ``outputs/``): ``$SEER_OUTPUTS_DIR/<sandbox_id>/``,
+        else ``./seer-outputs/<sandbox_id>/``, made absolute when the sandbox started and kept in
+        its record, so every process (``seer down``, an MCP server) finds the same one."""
+        recorded = self._services.get("outputs_dir")
+        return Path(recorded) if recorded else default_outputs_dir(self.sandbox_id)
+
+    @property
     def repo_handles(self) -> list[RepoHandle]:
         return list(self._repos)
 
@@ -434,6 +449,13 @@ class Sandbox:
     def __repr__(self) -> str:
         state = f"{self._machine.id}" if self._machine else "not started"
         return f"<Sandbox {state} on {self._provider_name}>"
+
+
+def default_outputs_dir(sandbox_id: str) -> Path:
+    """Where a sandbox started now keeps its research record on this machine (absolute):
+    ``$SEER_OUTPUTS_DIR/<sandbox_id>/``, else ``./seer-outputs/<sandbox_id>/``."""
+    base = os.environ.get("SEER_OUTPUTS_DIR") or DEFAULT_OUTPUTS_DIR
+    return (Path(base).expanduser() / sandbox_id).absolute()
 
 
 def _with_required(packages: list[str], required: list[str]) -> list[str]:
