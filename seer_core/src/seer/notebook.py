@@ -1020,18 +1020,26 @@ class NotebookSession:
         # A recorded cell is in the notebook before it runs (as Jupyter does), its outputs list
         # the very list the collector fills: a client that dies mid-cell leaves it there.
         cell = self._begin_record(code, msg_id, collector.outputs) if record else None
-        last_save = started
+        last_save, unsaved = started, False
         self._live = collector.outputs
         self._busy = True
         try:
             channels.send(msg)
             while reply is None or not idle:
                 now = time.monotonic()
+                if unsaved and now - last_save >= PARTIAL_SAVE_INTERVAL:
+                    # The outputs so far, into the notebook (the cell may run for hours).
+                    assert cell is not None
+                    last_save, unsaved = now, False
+                    self._nb.touch(cell)
+                    self._save()
                 wait = LIVENESS_INTERVAL
                 if interrupted_at is not None:
                     wait = min(wait, max(interrupted_at + INTERRUPT_GRACE - now, 0.0))
                 elif deadline is not None:
                     wait = min(wait, max(deadline - now, 0.0))
+                if unsaved:
+                    wait = min(wait, max(last_save + PARTIAL_SAVE_INTERVAL - now, 0.01))
                 item = channels.get(wait) if wait > 0 else None
                 now = time.monotonic()
                 if item is None:
@@ -1115,10 +1123,7 @@ class NotebookSession:
                             self._nb.touch(cell)
                     else:
                         collector.handle(msg_type, content)
-                        if cell is not None and now - last_save >= PARTIAL_SAVE_INTERVAL:
-                            last_save = now
-                            self._nb.touch(cell)
-                            self._save()
+                        unsaved = cell is not None
         finally:
             self._busy = False
             self._live = None

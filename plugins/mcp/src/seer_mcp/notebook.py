@@ -552,6 +552,8 @@ class SessionRegistry:
         self.default_url = default_url or None
         self.outputs_dir = outputs_dir or None
         self._entries: dict[str, _Entry] = {}
+        #: old session id -> new, for sessions that got a new id (their Jupyter server was restarted)
+        self._aliases: dict[str, str] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -602,6 +604,7 @@ class SessionRegistry:
         with self._lock:
             if self._closed:
                 raise ToolFailure("the server is shutting down")
+            session_id = self._aliases.get(session_id, session_id)
             if session_id:
                 return self._entries.get(session_id)
             if self.default_session_id and self.default_session_id in self._entries:
@@ -658,7 +661,7 @@ class SessionRegistry:
         )
         if session_id:
             with self._lock:
-                existing = self._entries.get(session_id)
+                existing = self._entries.get(self._aliases.get(session_id, session_id))
             if existing is not None:
                 return existing, "already attached"
         if not session_id and sandbox_id:
@@ -868,8 +871,9 @@ class SessionRegistry:
 
     def shutdown(self, entry: _Entry) -> None:
         with self._lock:
-            for key in [k for k, e in self._entries.items() if e is entry]:
-                del self._entries[key]
+            self._entries.pop(entry.session.session_id, None)
+            for old in [k for k, v in self._aliases.items() if v == entry.session.session_id]:
+                del self._aliases[old]
         _close_entry(entry, shutdown=True)
 
     def restart(self, entry: _Entry) -> str:
@@ -894,7 +898,12 @@ class SessionRegistry:
         restart_jupyter(sandbox)
         session.reopen(sandbox)
         with self._lock:
+            self._entries.pop(old, None)
             self._entries[session.session_id] = entry
+            for key, value in list(self._aliases.items()):
+                if value == old:
+                    self._aliases[key] = session.session_id
+            self._aliases[old] = session.session_id
             if self.default_session_id == old:
                 self.default_session_id = session.session_id
         return (
