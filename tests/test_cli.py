@@ -304,10 +304,17 @@ def test_up_with_an_unknown_provider_option_exits_2(run, tmp_path):
 
 @pytest.mark.parametrize("command", [["down"], ["exec", "--", "true"], ["logs"]])
 def test_an_unknown_sandbox_id_is_a_clear_error(run, command):
-    args = [command[0], "local-doesnotexist", *command[1:]]
+    args = [command[0], "local-0000000000", *command[1:]]
     result = run(*args)
     assert result.exit_code == 1, result.output
-    assert "local-doesnotexist" in result.stderr and "Traceback" not in result.output
+    assert "local-0000000000" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [["down"], ["exec", "--", "true"], ["logs"]])
+def test_a_malformed_sandbox_id_is_bad_usage(run, command):
+    result = run(command[0], "local-doesnotexist", *command[1:])
+    assert result.exit_code == 2, result.output
+    assert "'local-doesnotexist' is not a valid sandbox id" in result.stderr
 
 
 def test_down_needs_ids_or_all(run):
@@ -427,9 +434,9 @@ def test_down_terminates_and_is_idempotent(run, sandboxes):
 
 def test_down_reports_unknown_ids_after_terminating_the_others(run, sandboxes):
     sandbox = sandboxes()
-    result = run("down", "local-unknown", sandbox.sandbox_id)
+    result = run("down", "local-0000000000", sandbox.sandbox_id)
     assert result.exit_code == 1
-    assert "local-unknown" in result.stderr
+    assert "local-0000000000" in result.stderr
     assert sandbox.status is MachineStatus.TERMINATED
 
 

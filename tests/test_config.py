@@ -177,11 +177,11 @@ def test_local_files_and_dirs_as_pairs_or_mappings(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a")
     (tmp_path / "d").mkdir()
     config = SandboxConfig(
-        local_files=[("./a.txt", "/w/a.txt")],
-        local_dirs=[{"local": "d", "remote": "/w/d"}],
+        local_files=[("./a.txt", "w/a.txt")],
+        local_dirs=[{"local": "d", "remote": "w/d"}],
     )
-    assert config.local_files == [(str(tmp_path / "a.txt"), "/w/a.txt")]
-    assert config.local_dirs == [(str(tmp_path / "d"), "/w/d")]
+    assert config.local_files == [(str(tmp_path / "a.txt"), "w/a.txt")]
+    assert config.local_dirs == [(str(tmp_path / "d"), "w/d")]
 
 
 def test_a_cpu_config_passes_preflight_on_the_local_provider() -> None:
@@ -285,8 +285,8 @@ def _full_config(tmp_path: Path) -> SandboxConfig:
         secrets=["HF_TOKEN"],
         env={"A": "1"},
         timeout=7200,
-        local_files=[("a.txt", "/w/a.txt")],
-        local_dirs=[("d", "/w/d")],
+        local_files=[("a.txt", "w/a.txt")],
+        local_dirs=[("d", "w/d")],
         debug=True,
         provider="local",
         provider_options={"anything": [1, 2]},

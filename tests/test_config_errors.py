@@ -162,24 +162,35 @@ CASES = [
         "both env and secrets",
     ),
     Case("env-bad-name", {"env": {"MY-VAR": "1"}}, "env.MY-VAR", "environment variable name"),
+    # NUL bytes: no argv or environment can carry one; refused for every string field.
+    Case("env-value-nul", {"env": {"A": "x\x00y"}}, "env.A", "NUL byte"),
+    Case("env-name-nul", {"env": {"A\x00B": "1"}}, "env", "the name 'A\\x00B' contains a NUL byte"),
+    Case("secret-name-nul", {"secrets": ["HF\x00TOKEN"]}, "secrets[0]", "NUL byte"),
+    Case("yaml-env-value-nul", 'env:\n  A: "x\\0y"\n', "env.A", "NUL byte"),
+    Case("requirement-nul", {"python_packages": ["numpy", "to\x00rch"]}, "python_packages[1]", "NUL byte"),
+    Case("system-package-nul", {"system_packages": ["git\x00"]}, "system_packages[0]", "NUL byte"),
+    Case("repo-url-nul", {"repos": ["org/r\x00"]}, "repos[0].url", "NUL byte"),
+    Case("repo-install-nul", {"repos": [{"url": "org/r", "install": "make\x00"}]}, "repos[0].install", "NUL"),
+    Case("local-file-path-nul", {"local_files": [("./data\x00.txt", "d")]}, "local_files[0][0]", "NUL"),
+    Case("local-dir-target-nul", {"local_dirs": [("./data_dir", "d\x00")]}, "local_dirs[0][1]", "NUL"),
+    Case("model-name-nul", {"models": ["./weights\x00"]}, "models[0].name", "NUL byte"),
+    Case("provider-option-nul", {"provider_options": {"image": "x\x00"}}, "provider_options.image", "NUL"),
     # --- local files and dirs -------------------------------------------------------------
     Case(
         "local-file-missing",
-        {"local_files": [("./nope.txt", "/w/nope.txt")]},
+        {"local_files": [("./nope.txt", "w/nope.txt")]},
         "local_files[0]",
         "does not exist",
     ),
     Case(
         "local-file-second-missing",
-        {"local_files": [("./data.txt", "/w/a"), ("./nope.txt", "/w/b")]},
+        {"local_files": [("./data.txt", "w/a"), ("./nope.txt", "w/b")]},
         "local_files[1]",
         "'./nope.txt' does not exist",
     ),
-    Case(
-        "local-file-is-a-dir", {"local_files": [("./data_dir", "/w/d")]}, "local_files[0]", "use local_dirs"
-    ),
-    Case("local-dir-is-a-file", {"local_dirs": [("./data.txt", "/w/x")]}, "local_dirs[0]", "use local_files"),
-    Case("local-dir-missing", {"local_dirs": [("./no_dir", "/w/x")]}, "local_dirs[0]", "does not exist"),
+    Case("local-file-is-a-dir", {"local_files": [("./data_dir", "w/d")]}, "local_files[0]", "use local_dirs"),
+    Case("local-dir-is-a-file", {"local_dirs": [("./data.txt", "w/x")]}, "local_dirs[0]", "use local_files"),
+    Case("local-dir-missing", {"local_dirs": [("./no_dir", "w/x")]}, "local_dirs[0]", "does not exist"),
     Case(
         "local-file-empty-sandbox-path", {"local_files": [("./data.txt", " ")]}, "local_files[0]", "is empty"
     ),
@@ -191,9 +202,35 @@ CASES = [
     ),
     Case(
         "yaml-local-file-relative-to-the-file",
-        "local_files:\n  - [missing.txt, /workspace/missing.txt]\n",
+        "local_files:\n  - [missing.txt, missing.txt]\n",
         "local_files[0]",
         "missing.txt' does not exist",
+    ),
+    Case(
+        "local-file-target-dotdot",
+        {"local_files": [("./data.txt", "../outside.txt")]},
+        "local_files[0]",
+        "leads out of the sandbox's working directory",
+    ),
+    Case(
+        "local-file-target-dotdot-after-normalising",
+        {"local_files": [("./data.txt", "inputs/../../../outside.txt")]},
+        "local_files[0]",
+        "leads out of the sandbox's working directory",
+    ),
+    Case("local-dir-target-dotdot", {"local_dirs": [("./data_dir", "..")]}, "local_dirs[0]", "leads out"),
+    Case(
+        "local-file-target-absolute",
+        {"local_files": [("./data.txt", "/tmp/seer-outside.txt")]},
+        "local_files[0]",
+        "must be relative to the sandbox's working directory",
+    ),
+    Case("local-dir-target-home", {"local_dirs": [("./data_dir", "~/x")]}, "local_dirs[0]", "not absolute"),
+    Case(
+        "yaml-local-file-target-dotdot",
+        "local_files:\n  - {local: data.txt, remote: ../../etc/seer.txt}\n",
+        "local_files[0]",
+        "leads out",
     ),
     # --- models ---------------------------------------------------------------------------
     Case(
@@ -213,6 +250,51 @@ CASES = [
         {"models": ["gpt2", "distilgpt2"]},
         "models[1].var_name",
         "already used by models[0]",
+    ),
+    Case(
+        "var-name-is-another-models-tokenizer",
+        {"models": ["gpt2", {"name": "distilgpt2", "var_name": "tokenizer"}]},
+        "models[1].var_name",
+        "'tokenizer' is where models[0]'s tokenizer goes",
+    ),
+    Case(
+        "var-name-model-after-a-model-called-tokenizer",
+        {"models": [{"name": "distilgpt2", "var_name": "tokenizer"}, "gpt2"]},
+        "models[1].var_name",
+        "tokenizer would be bound to 'tokenizer', which is models[0]'s var_name",
+    ),
+    Case(
+        "var-name-next-to-its-tokenizer-name",
+        {"models": [{"name": "gpt2", "var_name": "m"}, {"name": "distilgpt2", "var_name": "m_tokenizer"}]},
+        "models[1].var_name",
+        "'m_tokenizer' is where models[0]'s tokenizer goes",
+    ),
+    Case(
+        "var-name-dunder-builtins",
+        {"models": [{"name": "gpt2", "var_name": "__builtins__"}]},
+        "models[0].var_name",
+        "starts with '__'",
+    ),
+    Case(
+        "var-name-seer-kernel-name",
+        {"models": [{"name": "gpt2", "var_name": "__seer_model_info__"}]},
+        "models[0].var_name",
+        "seer's own names",
+    ),
+    Case(
+        "var-name-builtin",
+        {"models": [{"name": "gpt2", "var_name": "print"}]},
+        "models[0].var_name",
+        "builtin",
+    ),
+    Case(
+        "var-name-ipython", {"models": [{"name": "gpt2", "var_name": "In"}]}, "models[0].var_name", "IPython"
+    ),
+    Case(
+        "var-name-ipython-output",
+        {"models": [{"name": "gpt2", "var_name": "_1"}]},
+        "models[0].var_name",
+        "IPython",
     ),
     Case(
         "hub-id-with-space",
@@ -240,6 +322,20 @@ CASES = [
     # --- repos ----------------------------------------------------------------------------
     Case("repo-url-junk", {"repos": ["not a url!"]}, "repos[0].url", "is not owner/repo"),
     Case("repo-url-ftp", {"repos": ["ftp://example.com/r.git"]}, "repos[0].url", "a git URL"),
+    Case(
+        "repo-url-git-option",
+        {"repos": ["--upload-pack=touch /tmp/seer-pwned"]},
+        "repos[0].url",
+        "read as an option",
+    ),
+    Case("repo-url-short-option", {"repos": ["-uevil"]}, "repos[0].url", "read as an option"),
+    Case(
+        "repo-url-ssh-host-option",
+        {"repos": ["ssh://-oProxyCommand=touch/repo.git"]},
+        "repos[0].url",
+        "read as an option",
+    ),
+    Case("repo-url-scp-host-option", {"repos": ["git@-oProxyCommand=x:r"]}, "repos[0].url", "option"),
     Case("repo-local-path-missing", {"repos": ["./no-such-repo"]}, "repos[0].url", "does not exist"),
     Case("repo-ref-tilde", {"repos": [{"url": "org/r", "ref": "main~1"}]}, "repos[0].ref", "'~'"),
     Case(
@@ -325,6 +421,17 @@ CASES = [
         "yaml-key-given-twice", "gpu: A100\ntimeout: 60\ngpu: H100\n", "gpu", "given twice (also on line 1)"
     ),
     Case("yaml-env-number", "env:\n  SEED: 42\n", "env.SEED", "valid string"),
+    Case(
+        "yaml-self-referencing-anchor", "python_packages: &x [*x]\n", "python_packages[0]", "refers to itself"
+    ),
+    Case(
+        "yaml-alias-bomb",
+        "env:\n  A: &a [x,x,x,x,x,x,x,x,x,x]\n  B: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+        "  C: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  D: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+        "  E: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n",
+        "env.E",
+        "expands to more than",
+    ),
 ]
 
 

@@ -13,10 +13,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from _teardown_kit import wait_for as _wait_for
 from seer import Sandbox, SandboxConfig
 from seer.errors import SandboxNotRunningError
 from seer.providers import _procs
@@ -26,15 +26,6 @@ from seer.providers.local import LocalProvider, sandbox_dir
 #: Bounds for waits on teardown. They only bound a loop that returns as soon as the condition
 #: holds; they are generous because a loaded 2-core CI box can take seconds to start a supervisor.
 SLOW = 60
-
-
-def _wait_for(predicate, timeout: float, interval: float = 0.1) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def _listed_status(sandbox_id: str) -> MachineStatus | None:
@@ -170,7 +161,7 @@ def test_terminate_is_idempotent_and_kills_everything() -> None:
     assert sb.status is MachineStatus.TERMINATED
     sb.terminate()  # again: no error
     LocalProvider().terminate(sb.sandbox_id)
-    LocalProvider().terminate("local-doesnotexist")
+    LocalProvider().terminate("local-0000000000")  # well-formed, unknown: not an error
     assert sb.status is MachineStatus.TERMINATED
 
 

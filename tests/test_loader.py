@@ -4,6 +4,8 @@ and the shipped example configs."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -92,10 +94,10 @@ def test_relative_paths_are_taken_from_the_files_directory(
         conf / "seer.yaml",
         """
         local_files:
-          - [data/prompts.txt, /workspace/prompts.txt]
-          - {local: ./data/prompts.txt, remote: /workspace/again.txt}
+          - [data/prompts.txt, prompts.txt]
+          - {local: ./data/prompts.txt, remote: again.txt}
         local_dirs:
-          - [../shared, /workspace/shared]
+          - [../shared, shared]
         repos:
           - ./repo
           - {url: ./other-repo, ref: main}
@@ -108,10 +110,10 @@ def test_relative_paths_are_taken_from_the_files_directory(
     monkeypatch.chdir(elsewhere)
     config = load_config(path)
     assert config.local_files == [
-        (str(conf / "data" / "prompts.txt"), "/workspace/prompts.txt"),
-        (str(conf / "data" / "prompts.txt"), "/workspace/again.txt"),
+        (str(conf / "data" / "prompts.txt"), "prompts.txt"),
+        (str(conf / "data" / "prompts.txt"), "again.txt"),
     ]
-    assert config.local_dirs == [(str(tmp_path / "project" / "shared"), "/workspace/shared")]
+    assert config.local_dirs == [(str(tmp_path / "project" / "shared"), "shared")]
     assert [r.url for r in config.repos] == [str(conf / "repo"), str(conf / "other-repo")]
     assert config.models[0].name == str(conf / "weights")
 
@@ -124,13 +126,13 @@ def test_hub_ids_and_absolute_paths_are_not_rebased(tmp_path: Path) -> None:
         f"""
         models: [google/gemma-2-9b]
         repos: [org/repo]
-        local_files: [[{data}, /w/abs.txt]]
+        local_files: [[{data}, abs.txt]]
         """,
     )
     config = load_config(path)
     assert config.models[0].name == "google/gemma-2-9b"
     assert config.repos[0].url == "org/repo"
-    assert config.local_files == [(str(data), "/w/abs.txt")]
+    assert config.local_files == [(str(data), "abs.txt")]
 
 
 # --- errors with file and line ------------------------------------------------------------------
@@ -182,7 +184,7 @@ def test_each_of_several_problems_has_its_own_line(tmp_path: Path) -> None:
           - HF_TOKEN
           - 1BAD
         local_files:
-          - [nope.txt, /w/nope.txt]
+          - [nope.txt, w/nope.txt]
         """,
     )
     err = _error(path)
@@ -270,6 +272,140 @@ def test_not_utf8(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes("name: caf\xe9\n".encode("latin-1"))
     assert "not UTF-8" in str(_error(path))
+
+
+# --- anchors and aliases, hostile documents --------------------------------------------------------
+def _alias_bomb(levels: int, width: int) -> str:
+    """A "billion laughs" config: each level is a list of ``width`` aliases of the one before, so
+    a few hundred bytes expand to ``width ** levels`` strings."""
+    lines = ["provider_options:", f"  l0: &l0 [{','.join(['lol'] * width)}]"]
+    for i in range(1, levels + 1):
+        lines.append(f"  l{i}: &l{i} [{','.join([f'*l{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+#: Loads a config in a child process with its memory capped, and prints how long load_config took
+#: and what it raised: an alias bomb must not be able to take the test run (or the machine) down.
+_LOAD_IN_A_CHILD = """
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))
+from seer import ConfigError, load_config
+start = time.perf_counter()
+try:
+    load_config(sys.argv[1])
+    outcome = "accepted"
+except ConfigError as exc:
+    outcome = str(exc)
+print(f"{time.perf_counter() - start:.3f}")
+print(outcome)
+"""
+
+
+@pytest.mark.parametrize(("levels", "width", "size"), [(7, 9, 440), (9, 10, 1024)])
+def test_a_yaml_alias_bomb_is_refused_in_under_a_second(
+    tmp_path: Path, levels: int, width: int, size: int
+) -> None:
+    text = _alias_bomb(levels, width)
+    assert len(text) <= size  # the sizes of the red-team's files: 440 bytes and 1 KB
+    path = write(tmp_path / "bomb.yaml", text)
+    child = subprocess.run(
+        [sys.executable, "-c", _LOAD_IN_A_CHILD, str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    seconds, outcome = child.stdout.split("\n", 1)
+    assert float(seconds) < 1.0, f"took {seconds} s to refuse"
+    assert f"{path}:" in outcome
+    assert "expands to more than 100,000 values" in outcome
+    assert "provider_options.l" in outcome  # names the anchor where it blew past the limit
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "line"),
+    [
+        ("python_packages: &x [*x]\n", "python_packages[0]", 1),
+        ("provider_options: &opts\n  image: x\n  again: *opts\n", "provider_options.again", 3),
+        ("env:\n  A: &a [b, {c: *a}]\n", "env.A[1].c", 2),
+    ],
+)
+def test_a_self_referencing_anchor_is_a_config_error(
+    tmp_path: Path, text: str, field: str, line: int
+) -> None:
+    path = write(tmp_path / "loop.yaml", text)
+    [problem] = _error(path).problems
+    assert (problem.field, problem.line, problem.file) == (field, line, str(path))
+    assert "refers to itself" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("deep.yaml", "provider_options: " + "[" * 3000 + "]" * 3000 + "\n"),
+        ("deep.json", '{"provider_options": ' + "[" * 3000 + "]" * 3000 + "}"),
+    ],
+)
+def test_nesting_too_deep_for_the_parser_is_a_config_error(tmp_path: Path, name: str, text: str) -> None:
+    path = write(tmp_path / name, text)
+    [problem] = _error(path).problems
+    assert problem.file == str(path)
+    assert "nested too deeply" in problem.message
+
+
+def test_anchors_and_aliases_still_work_and_errors_under_them_have_lines(tmp_path: Path) -> None:
+    ok = write(
+        tmp_path / "ok.yaml",
+        """
+        env: &common
+          A: "1"
+          B: "2"
+        provider_options:
+          first: *common
+          second: *common
+        """,
+    )
+    config = load_config(ok)
+    assert config.env == {"A": "1", "B": "2"}
+    assert config.provider_options == {"first": config.env, "second": config.env}
+    # An error inside an aliased value is reported at the alias, on the alias's line.
+    bad = write(
+        tmp_path / "bad.yaml",
+        """
+        provider_options:
+          good: &m {name: gpt2}
+        models:
+          - *m
+          - *m
+        """,
+    )
+    [problem] = _error(bad).problems
+    assert (problem.field, problem.line) == ("models[1].var_name", 5)
+    assert "already used by models[0]" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        ("python_packages: &x [*x]\n", "python_packages[0]", "refers to itself"),
+        ('env:\n  A: "x\\0y"\n', "env.A", "NUL byte"),
+        (
+            "models:\n  - gpt2\n  - {name: distilgpt2, var_name: tokenizer}\n",
+            "models[1].var_name",
+            "tokenizer",
+        ),
+        ("models:\n  - {name: gpt2, var_name: __builtins__}\n", "models[0].var_name", "'__'"),
+        ("local_files:\n  - [data.txt, ../../outside.txt]\n", "local_files[0]", "out of the sandbox"),
+        ("repos: ['--upload-pack=touch /tmp/seer-pwned']\n", "repos[0].url", "option"),
+    ],
+)
+def test_seer_up_refuses_a_bad_file_with_exit_2(tmp_path: Path, text: str, field: str, message: str) -> None:
+    from seer import cli
+    from typer.testing import CliRunner
+
+    (tmp_path / "data.txt").write_text("data")
+    path = write(tmp_path / "experiment.yaml", text)
+    result = CliRunner().invoke(cli.create_app(), ["up", str(path)], prog_name="seer")
+    assert result.exit_code == 2, result.output
+    assert str(path) in result.stderr and field in result.stderr and message in result.stderr
+    assert "Traceback" not in result.output and result.stdout == ""
 
 
 # --- the shipped examples -------------------------------------------------------------------------

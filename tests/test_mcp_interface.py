@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError  # noqa: E402
 from seer import SandboxConfig, plugins  # noqa: E402
 from seer.errors import ConfigError  # noqa: E402
 from seer_mcp.expose import McpMode, mcp_config  # noqa: E402
-from seer_mcp.interface import MAX_DATA_ELEMENTS, render, summarize_array  # noqa: E402
+from seer_mcp.interface import MAX_DATA_ELEMENTS, MAX_TEXT, render, summarize_array  # noqa: E402
 
 INTERFACE = '''
 """Tools for the MCP tests."""
@@ -78,9 +78,31 @@ def slow(seconds: float) -> str:
     """Sleep, then answer."""
     time.sleep(seconds)
     return f"slept {seconds}"
+
+
+@expose
+def long_text(n: int) -> str:
+    """A string of n characters."""
+    return "ab" * (n // 2)
+
+
+@expose
+def norms(n: int = 13) -> list[float]:
+    """A list of floats, as per-layer statistics come back."""
+    return [i / 7 for i in range(n)]
 '''
 
-FUNCTIONS = {"add", "describe", "small_array", "big_array", "activations", "fail", "slow"}
+FUNCTIONS = {
+    "add",
+    "describe",
+    "small_array",
+    "big_array",
+    "activations",
+    "fail",
+    "slow",
+    "long_text",
+    "norms",
+}
 
 
 # --- the expose mode ------------------------------------------------------------------------
@@ -227,6 +249,61 @@ def test_errors_are_error_results_and_the_server_keeps_serving(client: McpClient
     unknown = client.call("no_such_tool", {})
     assert unknown.is_error and "no function 'no_such_tool'" in text(unknown) and "add" in text(unknown)
     assert texts(client.call("add", {"a": 1, "b": 1})) == ["2"]
+
+
+@pytest.mark.slow
+def test_a_huge_string_comes_back_clipped_with_a_note(client: McpClient) -> None:
+    result = client.call("long_text", {"n": 20_000_000})
+    assert not result.is_error
+    (clipped,) = texts(result)
+    assert len(clipped) < MAX_TEXT + 200 and clipped.startswith("abab") and clipped.endswith("abab")
+    assert f"[{20_000_000 - MAX_TEXT} of 20000000 characters cut: return less" in clipped
+    assert result.structured_content is None  # not the whole string either
+    small = client.call("long_text", {"n": 10})
+    assert texts(small) == ["ababababab"] and small.structured_content == {"result": "ababababab"}
+
+
+@pytest.mark.slow
+def test_lists_of_floats_come_back_on_one_line(client: McpClient) -> None:
+    result = client.call("norms", {"n": 40})
+    (line,) = texts(result)
+    assert "\n" not in line and json.loads(line) == [i / 7 for i in range(40)]
+    described = text(client.call("describe", {"name": "a-rather-long-name " * 6, "tags": ["x", "y"]}))
+    assert '"tags": ["x", "y"]' in described and json.loads(described)["length"] == 114
+
+
+@pytest.mark.slow
+def test_one_serve_exposed_as_library_and_mcp_at_once(scoped: Any, tmp_path: Path) -> None:
+    import subprocess
+
+    path = tmp_path / "both.py"
+    path.write_text(textwrap.dedent(INTERFACE))
+    exposed = scoped.serve(str(path), expose_as=["library", "mcp"], name="both")
+    assert set(exposed) == {"library", "mcp"}
+    work = tmp_path / "work"
+    exposed["library"].install_into(work)
+
+    def library_call() -> subprocess.CompletedProcess[str]:
+        script = "import both\nprint(both.add(40))"
+        return subprocess.run(
+            [sys.executable, "-c", script], cwd=work, capture_output=True, text=True, timeout=120
+        )
+
+    config = exposed["mcp"]
+    with McpClient(config["args"], server_env(config["env"]), command=config["command"]) as mcp:
+        assert library_call().stdout.strip() == "42"
+        assert texts(mcp.call("add", {"a": 1, "b": 1})) == ["2"]
+        assert library_call().stdout.strip() == "42"  # both valid together, in any order
+        # A later exposure of the same serve shares its server and token.
+        assert config["env"]["SEER_RPC_TOKEN"] in scoped.served["both"].expose("prompt")
+
+        # Serving the name again ends every earlier handle, and each says why.
+        with pytest.warns(UserWarning, match="'both' is served again: the handles made from its earlier"):
+            scoped.serve(str(path), expose_as=None, name="both")
+        stale = library_call()
+        assert stale.returncode != 0 and "ended when it was served again" in stale.stderr
+        refused = mcp.call("add", {"a": 1})
+        assert refused.is_error and "served again with a new token" in text(refused)
 
 
 @pytest.mark.slow

@@ -224,3 +224,32 @@ def test_an_unknown_sandbox_at_start_up_is_reported_not_fatal() -> None:
         assert error and "unknown sandbox 'local-nosuchbox'" in text
 
     with_client(server, body)
+
+
+def test_a_long_command_sends_progress_with_its_latest_output(session: CliSession) -> None:
+    """While a command runs, run_command's progress notifications carry how long it has run and
+    its latest output lines (stdout and stderr as they come), so a long job is visibly alive."""
+    # Each line is printed a while before the next, so several notifications see the output grow.
+    command = (
+        "for i in 1 2 3 4; do echo line-$i; echo warn-$i >&2; sleep 1; done; printf 'step 1\\rstep 2\\rdone'"
+    )
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def body(client: Client) -> None:
+        result = await client.call_tool("run_command", {"command": command}, None, on_progress)
+        assert not result.is_error
+        answer = result.content[0].text  # type: ignore[union-attr]
+        assert "line-4" in answer and answer.endswith("[exit code 0]")
+
+    with_client(params(session.mcp_config), body)
+    messages = [m or "" for _, m in seen]
+    assert len(messages) >= 2, messages
+    assert all(m.startswith("running for ") for m in messages)
+    # the notifications carry the output as it came: early lines first, later ones later
+    assert any("line-1" in m for m in messages)
+    assert any("line-3" in m and "warn-3" in m for m in messages)
+    progress = [p for p, _ in seen]
+    assert progress == sorted(progress) and progress[-1] >= 2

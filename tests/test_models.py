@@ -8,8 +8,12 @@ every test). The download tests serve them with ``seer.testing.hub_server.HubSer
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +37,7 @@ from _model_kit import (
 )
 from seer import ModelConfig, Sandbox, SandboxConfig
 from seer.errors import ModelFetchError, SandboxStartError
-from seer.models import ModelHandle, hidden_name_sha256
+from seer.models import ModelHandle, name_hmac
 from seer.providers.local import LocalProvider, hf_hub_cache
 from seer.runtime.fetch import select_files
 from seer.runtime.models import env_var_for
@@ -176,22 +180,43 @@ def test_model_handle_round_trips_and_hides_a_hidden_name() -> None:
     )
     assert ModelHandle.from_dict(hidden.to_dict()) == hidden
     assert "secret" not in repr(hidden) and "hidden model" in repr(hidden)
-    entry = hidden.manifest_entry()
+    key = "ab" * 32
+    entry = hidden.manifest_entry(key)
     assert entry["name"] is None and entry["commit"] is None and entry["env_var"] is None
     assert entry["display_name"] == "hidden model"
-    assert entry["name_sha256"] == hidden_name_sha256("secret-org/thing")
+    assert entry["name_hmac"] == name_hmac(key, "secret-org/thing")
+    assert entry["name_hmac"] != name_hmac("cd" * 32, "secret-org/thing")
     assert "secret" not in dump(entry)
+    with pytest.raises(ValueError, match="models key"):
+        hidden.manifest_entry()
 
 
 # --- a sandbox with models, offline -----------------------------------------------------------
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.fixture(scope="module")
 def offline(dirs: TinyDirs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """A sandbox with the three models, fetched from an isolated, pre-filled cache."""
+    """A sandbox with the three models, fetched from an isolated, pre-filled cache (which holds
+    the hidden ones under their names too, as if fetched openly before); ``warnings`` are the
+    lines the ``seer`` logger warned during its start."""
+    logger = logging.getLogger("seer")
     with hf_home(tmp_path_factory.mktemp("hf-offline")) as cache:
         commits = install_all(dirs, cache)
-        sb = Sandbox(SandboxConfig(models=three_models(), timeout=600)).start()
+        handler = _Lines()
+        logger.addHandler(handler)
         try:
-            yield {"sandbox": sb, "commits": commits, "cache": cache}
+            sb = Sandbox(SandboxConfig(models=three_models(), timeout=600)).start()
+        finally:
+            logger.removeHandler(handler)
+        try:
+            yield {"sandbox": sb, "commits": commits, "cache": cache, "warnings": handler.lines}
         finally:
             sb.terminate()
 
@@ -228,7 +253,7 @@ def test_manifest_follows_the_contract(offline: dict[str, Any]) -> None:
     entries = json.loads(path.read_text())["models"]
     keys = {
         "var_name", "name", "display_name", "path", "revision", "commit", "hidden", "is_peft",
-        "base_path", "env_var", "name_sha256",
+        "base_path", "env_var", "name_hmac",
     }  # fmt: skip
     assert all(set(e) == keys for e in entries)
     plain, peft, secret = entries
@@ -243,11 +268,12 @@ def test_manifest_follows_the_contract(offline: dict[str, Any]) -> None:
         "is_peft": False,
         "base_path": None,
         "env_var": "MODEL_SEER_TESTING_TINY_LLAMA_PATH",
-        "name_sha256": None,
+        "name_hmac": None,
     }
     assert peft["is_peft"] and peft["base_path"] == plain["path"]
     assert secret["name"] is None and secret["display_name"] == "hidden model" and secret["commit"] is None
-    assert secret["name_sha256"] == hidden_name_sha256(HIDDEN_ADAPTER_ID)
+    # Keyed with the sandbox's models key, which the client keeps (in the sandbox's record).
+    assert secret["name_hmac"] == name_hmac(sb._services["models_key"], HIDDEN_ADAPTER_ID)
     for p in (secret["path"], secret["base_path"]):
         assert Path(p).is_dir() and not hidden_hits(p)
 
@@ -257,13 +283,17 @@ def test_discovery_helpers_in_the_sandbox(offline: dict[str, Any]) -> None:
     code = f"""
 import json
 from seer.runtime.models import get_model_path, list_configured_models
-names = ({MODEL_ID!r}, {ADAPTER_ID!r}, {HIDDEN_ADAPTER_ID!r}, "peft")
+names = ({MODEL_ID!r}, {ADAPTER_ID!r}, "peft", "secret")
 out = {{"paths": {{n: get_model_path(n) for n in names}}}}
 out["listing"] = list_configured_models()
 try:
     get_model_path("org/not-configured")
 except KeyError as exc:
     out["error"] = str(exc)
+try:  # without the models key (only served interfaces get it), a hidden id is not a name here
+    out["hidden"] = get_model_path({HIDDEN_ADAPTER_ID!r})
+except KeyError as exc:
+    out["hidden"] = "KeyError"
 print(json.dumps(out))
 """
     out = json.loads(sb.exec_python(code, check=True).stdout)
@@ -271,9 +301,15 @@ print(json.dumps(out))
     assert out["paths"] == {
         MODEL_ID: plain.path,
         ADAPTER_ID: peft.path,
-        HIDDEN_ADAPTER_ID: secret.path,
         "peft": peft.path,
+        "secret": secret.path,
     }
+    assert out["hidden"] == "KeyError"
+    # With the key, as a served interface has it, the hidden id finds the model.
+    key_env = {"SEER_MODELS_KEY": sb._services["models_key"]}
+    lookup = f"from seer.runtime.models import get_model_path; print(get_model_path({HIDDEN_ADAPTER_ID!r}))"
+    found = sb.exec([sb.machine.python, "-c", lookup], env=key_env, check=True).stdout.strip()
+    assert found == secret.path
     listing = out["listing"]
     assert [m["var_name"] for m in listing] == ["model", "peft", "secret"]
     assert listing[0]["name"] == MODEL_ID and listing[0]["commit"] == plain.commit
@@ -312,6 +348,62 @@ def test_hidden_model_leaves_no_trace_in_the_sandbox(offline: dict[str, Any]) ->
     assert json.loads(Path(secret.path, "adapter_config.json").read_text())["base_model_name_or_path"] == (
         "hidden-model"
     )
+
+
+def test_a_served_interface_finds_a_hidden_model_by_its_name(offline: dict[str, Any], tmp_path: Path) -> None:
+    """The user's interface names the hidden model itself; served over RPC, it is given the models
+    key, so ``get_model_path(name)`` finds the model there (and by var_name, as everywhere)."""
+    from seer import ScopedSandbox
+
+    interface = tmp_path / "finder.py"
+    interface.write_text(
+        "@expose\n"
+        "def paths() -> dict:\n"
+        f"    return {{'name': get_model_path({HIDDEN_ADAPTER_ID!r}),\n"
+        "            'var_name': get_model_path('secret')}\n"
+    )
+    with ScopedSandbox(SandboxConfig(models=three_models(), timeout=300)).start() as scoped:
+        out = scoped.serve(interface, expose_as=None).client().call("paths")
+        secret = scoped.model_handles[2]
+    assert out == {"name": secret.path, "var_name": secret.path}
+
+
+def test_hidden_name_cannot_be_derived_in_a_local_sandbox(offline: dict[str, Any]) -> None:
+    """What an agent in a local sandbox would try, run there: seer leaves it nothing to derive the
+    hidden model's name from (hashing the cache's names, hard links, commit ids, seer's home). The
+    cache here holds the hidden repos under their names, as if fetched openly before. What local
+    cannot hide (the user's own files) is said in a warning at start."""
+    sb, commits = offline["sandbox"], offline["commits"]
+    secret = sb.model_handles[2]
+    dirs = f"{shlex.quote(secret.path)} {shlex.quote(str(secret.base_path))}"
+    manifest = sb.exec('cat "$SEER_MODELS_MANIFEST"', check=True).stdout
+    env = sb.exec("env", check=True).stdout
+    # 1. Hash every repo name in the model cache the way a name hash is made, with any key in reach.
+    names = [
+        d.removeprefix("models--").replace("--", "/")
+        for d in sb.exec('ls "$HF_HUB_CACHE"', check=True).stdout.split()
+        if d.startswith("models--")
+    ]
+    assert HIDDEN_ADAPTER_ID in names  # the name is there to be found...
+    keys = re.findall(r"^SEER_MODELS_KEY=(.*)$", env, re.M)
+    digests = {hashlib.sha256(("seer-hidden:" + n).encode()).hexdigest() for n in names}
+    digests |= {name_hmac(k, n) for k in keys for n in names}
+    assert not [d for d in digests if d in manifest]  # ...but no hash of it matches
+    # 2. Files that are the cache's own (hard links) name the repo folder they sit in.
+    same = f'for f in $(find {dirs} -type f); do find "$HF_HUB_CACHE" -samefile "$f"; done'
+    assert sb.exec(same, check=True).stdout.strip() == ""
+    # 3. A commit id found in (or naming) the hidden files matched against the cache's snapshots/.
+    found = sb.exec(f"grep -rhoE '[0-9a-f]{{40}}' {dirs}; find {dirs}", check=True).stdout
+    snapshots = set(sb.exec('ls "$HF_HUB_CACHE"/*/snapshots', check=True).stdout.split())
+    assert {commits[HIDDEN_ADAPTER_ID], commits[HIDDEN_BASE_ID]} <= snapshots
+    assert not set(re.findall(r"[0-9a-f]{40}", found)) & snapshots
+    # The directories' names come from a key the client keeps: no salt for them on the machine.
+    hidden_root = shlex.quote(str(Path(secret.path).parent))
+    assert ".salt" not in sb.exec(f"ls -a {hidden_root}", check=True).stdout.split()
+    # 4. seer's home (records with full configs) is not handed to the sandbox, nor the models key.
+    assert "SEER_HOME=" not in env and "SEER_MODELS_KEY=" not in env
+    # What local cannot hide is said in one line at start.
+    assert [line for line in offline["warnings"] if "cannot hide" in line and "'local'" in line]
 
 
 def test_offline_model_not_in_the_cache_fails_and_names_it(offline: dict[str, Any]) -> None:

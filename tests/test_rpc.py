@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
+import re
 import socket
 import subprocess
 import sys
@@ -143,6 +143,26 @@ def sleep(seconds: float) -> float:
 @expose
 def unserializable():
     return {"ok": [1, 2], "bad": [3, object()]}
+
+
+meta_calls = {"n": 0}
+
+
+@expose
+def count_meta():
+    """Counts its calls, then returns what cannot be encoded (a meta tensor has no data)."""
+    meta_calls["n"] += 1
+    return torch.empty(3, device="meta")
+
+
+@expose
+def meta_count() -> int:
+    return meta_calls["n"]
+
+
+@expose
+def odd_array(kind: str):
+    return np.array([b"ab", b"c"]) if kind == "bytes" else np.zeros(2, dtype="V3")
 '''
 
 
@@ -307,6 +327,22 @@ def test_bad_interface_files_are_refused_with_file_and_line(source: str, line: i
 
 
 # --- the server -----------------------------------------------------------------------------------
+def _token_file(tmp: Path) -> Path:
+    path = tmp / "token"
+    path.write_text(TOKEN)
+    path.chmod(0o600)
+    return path
+
+
+def _server_argv(iface: Path, state: Path, *extra: str) -> list[str]:
+    """The command serving ``iface`` with the test token (from a file beside it)."""
+    token = _token_file(iface.parent)
+    return [
+        *(sys.executable, "-P", "-m", "seer.runtime.rpc_server", str(iface)),
+        *("--token-file", str(token), "--state", str(state), *extra),
+    ]
+
+
 def _start_server(tmp: Path, source: str, *extra: str) -> tuple[subprocess.Popen[bytes], str, Path]:
     iface = tmp / "iface.py"
     iface.write_text(source)
@@ -314,17 +350,7 @@ def _start_server(tmp: Path, source: str, *extra: str) -> tuple[subprocess.Popen
     log = tmp / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "seer.runtime.rpc_server",
-                str(iface),
-                "--state",
-                str(state),
-                *extra,
-            ],
-            env={**os.environ, "SEER_RPC_TOKEN": TOKEN},
+            _server_argv(iface, state, *extra),
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=tmp,
@@ -567,8 +593,7 @@ def test_an_interface_that_fails_to_load_reports_it(tmp_path: Path) -> None:
     iface.write_text("@expose\ndef f():\n    pass\n\nraise RuntimeError('no model here')\n")
     state = tmp_path / "state.json"
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "seer.runtime.rpc_server", str(iface), "--state", str(state)],
-        env={**os.environ, "SEER_RPC_TOKEN": TOKEN},
+        _server_argv(iface, state),
         capture_output=True,
         text=True,
         timeout=60,
@@ -579,12 +604,30 @@ def test_an_interface_that_fails_to_load_reports_it(tmp_path: Path) -> None:
     assert "no model here" in data["traceback"] and "line 5" in data["traceback"]
     no_token = subprocess.run(
         [sys.executable, "-m", "seer.runtime.rpc_server", str(iface)],
-        env={k: v for k, v in os.environ.items() if k != "SEER_RPC_TOKEN"},
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert no_token.returncode == 2 and "SEER_RPC_TOKEN" in no_token.stderr
+    assert no_token.returncode == 2 and "--token-file" in no_token.stderr
+    empty = tmp_path / "empty-token"
+    empty.write_text("\n")
+    no_token = subprocess.run(
+        [sys.executable, "-m", "seer.runtime.rpc_server", str(iface), "--token-file", str(empty)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert no_token.returncode == 2 and "the file is empty" in no_token.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="reads /proc")
+def test_the_token_is_read_from_a_file_it_deletes_and_is_in_no_environment(
+    server: tuple[str, Path], client: RpcClient
+) -> None:
+    pid = client.health()["pid"]
+    assert TOKEN.encode() not in Path(f"/proc/{pid}/environ").read_bytes()
+    assert TOKEN.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert not (server[1].parent / "token").exists()
 
 
 def test_served_interface_round_trips_and_builds_clients() -> None:
@@ -620,3 +663,150 @@ def test_module_docs_example_interface_is_valid() -> None:
     )
     (spec,) = inspect_interface(example, "example.py").functions
     assert spec.signature == "(prompt: str, layer: int = 10) -> dict"
+
+
+# --- one call, one execution; every failure an answer ---------------------------------------------
+def test_a_result_that_cannot_be_encoded_is_a_remote_error_and_runs_once(client: RpcClient) -> None:
+    assert client.call("add", 1) == 3  # a kept-alive connection in the pool, as in real use
+    before = client.call("meta_count")
+    with pytest.raises(RemoteError) as info:
+        client.call("count_meta")
+    assert info.value.function == "count_meta" and info.value.status == 500
+    assert "count_meta() returned a value that could not be sent" in str(info.value)
+    assert client.call("meta_count") == before + 1  # one call, one execution
+    assert client.call("add", 1) == 3
+
+
+def test_deep_json_and_numpy_bytes_or_void_arrays_are_clean_errors(
+    server: tuple[str, Path], client: RpcClient
+) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    deep = b'{"args": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+    status, ctype, body = _raw(server[0], "POST", "/call/echo", deep, auth)
+    assert status == 400 and ctype == "application/json"
+    error = json.loads(body)["error"]
+    assert error["code"] == "malformed" and "nested too deeply" in error["message"]
+    for kind, dtype in (("bytes", "|S2"), ("void", "|V3")):
+        status, _, body = _raw(
+            server[0], "POST", "/call/odd_array", json.dumps({"args": [kind]}).encode(), auth
+        )
+        error = json.loads(body)["error"]
+        assert status == 500 and error["code"] == "unserializable", error
+        assert f"NumPy array of dtype {dtype}" in error["message"]
+        with pytest.raises(SerializationError, match=f"NumPy array of dtype {re.escape(dtype)}"):
+            client.call("odd_array", kind)  # the same refusal in the framed format
+    assert client.call("add", 1) == 3
+
+
+class _DroppingServer:
+    """An HTTP server on 127.0.0.1 speaking just enough of the RPC protocol to answer ``add``,
+    counting the calls it receives. ``drop`` names the calls (1-based) it reads whole and then
+    closes the connection on without answering (a server that fails mid-answer);
+    ``close_after`` the calls after whose answer it closes the kept-alive connection."""
+
+    def __init__(self, *, drop: set[int] = frozenset(), close_after: set[int] = frozenset()):
+        self.drop, self.close_after = drop, close_after
+        self.calls = 0
+        self.connections = 0
+        self.closed = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        with conn, reader:
+            while True:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+                reader.read(length)
+                self.calls += 1
+                if self.calls in self.drop:
+                    conn.shutdown(socket.SHUT_RDWR)
+                    return
+                frame = serialize(self.calls)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-seer-rpc\r\n"
+                    + f"Content-Length: {len(frame)}\r\n\r\n".encode()
+                    + frame
+                )
+                if self.calls in self.close_after:
+                    conn.shutdown(socket.SHUT_RDWR)
+                    self.closed.set()
+                    return
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_a_call_the_server_received_is_never_sent_again() -> None:
+    fake = _DroppingServer(drop={2})
+    try:
+        client = RpcClient(fake.url, TOKEN, timeout=10)
+        assert client.call("add", 1) == 1  # its connection is kept alive and reused below
+        with pytest.raises(RpcConnectionError, match="may have run") as info:
+            client.call("add", 1)
+        assert info.value.function == "add"
+        assert fake.calls == 2  # not re-sent on a fresh connection
+        assert client.call("add", 1) == 3
+    finally:
+        fake.close()
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced() -> None:
+    fake = _DroppingServer(close_after={1})
+    try:
+        client = RpcClient(fake.url, TOKEN, timeout=10)
+        assert client.call("add", 1) == 1
+        assert fake.closed.wait(5)
+        time.sleep(0.05)
+        assert client.call("add", 1) == 2 and fake.calls == 2 and fake.connections == 2
+    finally:
+        fake.close()
+
+
+def _rss(pid: int) -> int:
+    """The resident memory of process ``pid``, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads /proc")
+def test_a_claimed_body_costs_only_what_arrives(tmp_path: Path) -> None:
+    proc, url, _ = _start_server(tmp_path, "@expose\ndef one(x=None) -> int:\n    return 1\n")
+    try:
+        before = _rss(proc.pid)
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            claimed = 500_000_000  # under the default 512 MiB limit
+            sock.sendall(
+                f"POST /call/one HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {claimed}\r\n\r\n".encode()
+                + b'{"args": ['
+            )
+            peak = before
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                peak = max(peak, _rss(proc.pid))
+                time.sleep(0.05)
+        assert peak - before < 50 * 2**20, f"the server grew by {(peak - before) / 2**20:.0f} MiB"
+        assert RpcClient(url, TOKEN, timeout=10).call("one") == 1
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

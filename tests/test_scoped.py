@@ -278,17 +278,21 @@ def test_serving_again_after_an_edit_replaces_the_server(scoped: ScopedSandbox, 
     path.write_text(
         "@expose\ndef version() -> int:\n    return 2\n\n@expose\ndef extra() -> str:\n    return 'new'\n"
     )
-    second = scoped.serve(path, expose_as=None)
+    with pytest.warns(UserWarning, match="'edited' is served again: the handles made from its earlier serve"):
+        second = scoped.serve(path, expose_as=None)
     assert second.token != first.token and {f.name for f in second.functions} == {"version", "extra"}
     assert second.client().call("version") == 2
     # The old client (its kept-alive connection is gone) reaches the new server: refused, never stale.
-    with pytest.raises(RpcAuthError):
+    with pytest.raises(RpcAuthError, match=r"ended when it was served again"):
         old_client.call("version")
     assert scoped.served["edited"].token == second.token
     assert scoped.machine.process_running("rpc-edited")
     # An edit that breaks the file at load time: the old server is gone, and so is its record.
     path.write_text("@expose\ndef version() -> int:\n    return 3\n\nimport no_such_module_here\n")
-    with pytest.raises(InterfaceLoadError, match="No module named 'no_such_module_here'"):
+    with (
+        pytest.raises(InterfaceLoadError, match="No module named 'no_such_module_here'"),
+        pytest.warns(UserWarning, match="served again"),
+    ):
         scoped.serve(path, expose_as=None)
     assert "edited" not in scoped.served and not scoped.machine.process_running("rpc-edited")
 
@@ -383,6 +387,24 @@ def test_the_expose_mode_gets_the_served_interface(
         scoped.serve(_write(tmp_path / "never.py", "@expose\ndef f():\n    pass\n"), expose_as="nonexistent")
     assert not scoped.machine.process_running("rpc-never")
 
+    # Several modes at once: one server, one token, an exposure each; and one more later.
+    both = scoped.serve(path, expose_as=["recording", "prompt"], name="modal_both")
+    assert set(both) == {"recording", "prompt"} and both["recording"] == ("exposed", "modal_both")
+    served = scoped.served["modal_both"]
+    assert seen[-1].token == served.token and served.token in both["prompt"]
+    assert served.expose("recording") == ("exposed", "modal_both") and seen[-1].url == served.url
+    never = _write(tmp_path / "never.py", "@expose\ndef f():\n    pass\n")
+    for expose_as, message in (
+        ([], "expose_as: expected a mode name, a non-empty list of them, or None"),
+        (["prompt", 3], "expose_as: expected a mode name"),
+        (["prompt", "prompt"], "expose_as: 'prompt' given twice"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            scoped.serve(never, expose_as=expose_as)
+    with pytest.raises(UnknownPluginError, match="no expose mode named 'nonexistent'"):
+        scoped.serve(never, expose_as=["prompt", "nonexistent"])
+    assert "never" not in scoped.served and not scoped.machine.process_running("rpc-never")
+
 
 # --- refusing bad files and arguments early -----------------------------------------------------
 @pytest.mark.parametrize(
@@ -431,9 +453,39 @@ def test_an_interface_that_raises_while_loading_is_reported(scoped: ScopedSandbo
         scoped.serve(path, None)
     assert "crashes.py" in str(info.value) and "line 5" in str(info.value)
     assert "crashes" not in scoped.served
+    leftovers = [f"{scoped.interfaces_dir}/crashes.py", scoped.machine.resolve(".seer/rpc/crashes.token")]
+    for leftover in leftovers:  # a failed serve leaves nothing behind
+        assert scoped.exec(["test", "-e", leftover]).exit_code != 0, leftover
+
+
+def test_a_name_shadowing_an_installed_module_is_refused_and_later_serves_work(
+    scoped: ScopedSandbox, tmp_path: Path
+) -> None:
     shadow = _write(tmp_path / "numpy_clash.py", "@expose\ndef f():\n    pass\n")
-    with pytest.raises(InterfaceLoadError, match="also an installed module"):
+    with pytest.raises(ConfigError, match=r"name: 'numpy' would shadow the module 'numpy' in the sandbox \("):
         scoped.serve(shadow, None, name="numpy")
+    assert scoped.exec(["test", "-e", f"{scoped.interfaces_dir}/numpy.py"]).exit_code != 0
+    assert "numpy" not in scoped.served and not scoped.machine.process_running("rpc-numpy")
+    uses_numpy = _write(
+        tmp_path / "uses_numpy.py",
+        "import numpy\n\n\n@expose\ndef total(n: int) -> int:\n    return int(numpy.arange(n).sum())\n",
+    )
+    assert scoped.serve(uses_numpy, None).client().call("total", 5) == 10
+    # A workspace library is an importable module too.
+    with pytest.raises(ConfigError, match="would shadow the module 'helpers_lib'"):
+        scoped.serve(shadow, None, name="helpers_lib")
+
+
+def test_the_token_reaches_the_server_in_no_environment(
+    scoped: ScopedSandbox, small: ServedInterface
+) -> None:
+    pid = small.client().health()["pid"]
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        pytest.skip("reads /proc")
+    token = small.token.encode()
+    assert token not in (proc / "environ").read_bytes() and token not in (proc / "cmdline").read_bytes()
+    assert scoped.exec(["test", "-e", scoped.machine.resolve(".seer/rpc/small.token")]).exit_code != 0
 
 
 def _agent_script(script: str, cwd: Path) -> Any:

@@ -31,7 +31,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import seer
-from seer import plugins
+from seer import plugins, state
 from seer.config import ExperimentConfig
 from seer.errors import (
     ConfigError,
@@ -40,6 +40,7 @@ from seer.errors import (
     SeerError,
     UnknownPluginError,
 )
+from seer.ids import sandbox_id_providers
 from seer.providers.base import MachineInfo, MachineStatus
 
 __all__ = ["create_app", "main"]
@@ -54,6 +55,7 @@ EXIT_INTERRUPTED = 130
 
 _STATUS_STYLE = {
     MachineStatus.RUNNING: "green",
+    MachineStatus.STARTING: "cyan",
     MachineStatus.TERMINATED: "dim",
     MachineStatus.EXPIRED: "yellow",
     MachineStatus.LOST: "red",
@@ -168,6 +170,15 @@ def _all_machines() -> list[MachineInfo]:
     return sorted(found, key=lambda m: m.created_at)
 
 
+def _expire_records(machines: list[MachineInfo]) -> None:
+    """Drop the tokens from the client records of listed sandboxes that have ended, and delete
+    records past their time (:func:`seer.state.prune_records`)."""
+    for m in machines:
+        if not m.status.alive:
+            state.end_record(m.id, m.status.value)
+    state.prune_records()
+
+
 def _machine_info(provider: str, sandbox_id: str) -> MachineInfo | None:
     with contextlib.suppress(Exception):
         for info in plugins.get_provider(provider).list():
@@ -204,13 +215,17 @@ def up(
             "--provider", "-p", help="Run on this provider instead of the config's (or $SEER_PROVIDER)."
         ),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Print no progress on stderr (as SEER_QUIET=1 does)."),
+    ] = False,
 ) -> None:
     """Start a sandbox from a config file and print how to reach it.
 
     Prints one JSON object on stdout: `sandbox_id`, `provider`, `name`, `status`, `workdir`,
     `jupyter_url` (null unless a Jupyter server was started) and `expires_at` (ISO 8601, UTC).
-    Progress goes to stderr. The sandbox keeps running after this command exits, until
-    `seer down` or its `timeout`.
+    Progress (each step, download progress) goes to stderr unless --quiet. The sandbox keeps
+    running after this command exits, until `seer down` or its `timeout`.
 
     Exits 2 if the config is invalid (nothing is started), 1 if starting failed (what was
     made is torn down).
@@ -220,7 +235,7 @@ def up(
         config.provider = provider
     sandbox = seer.Sandbox(config)
     with _stdout_to_stderr():
-        sandbox.start(name=name)
+        sandbox.start(name=name, quiet=quiet)
     info = _machine_info(sandbox.provider, sandbox.sandbox_id)
     _print_json(
         {
@@ -233,10 +248,11 @@ def up(
             "expires_at": _iso(info.expires_at) if info else None,
         }
     )
-    _stderr().print(
-        f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
-        f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
-    )
+    if not quiet:
+        _stderr().print(
+            f"[green]Sandbox {escape(sandbox.sandbox_id)} is running[/] on {escape(sandbox.provider)}. "
+            f"Stop it with: seer down {escape(sandbox.sandbox_id)}"
+        )
 
 
 @_handle_errors
@@ -249,10 +265,14 @@ def ls(
     """List sandboxes on every installed provider (running ones unless --all).
 
     A sandbox whose client or supervisor died is shown as `lost` or `expired`, never as
-    running. With --json, prints an array of objects with `sandbox_id`, `provider`, `name`,
-    `status`, `created_at`, `expires_at` (ISO 8601, UTC) and `labels`.
+    running; one whose `seer up` (or `Sandbox.start()`) has not finished is `starting`, and ends
+    itself (`lost`) if that client dies first. Ended sandboxes are listed for a day. With --json,
+    prints an array of objects with `sandbox_id`, `provider`, `name`, `status`, `created_at`,
+    `expires_at` (ISO 8601, UTC) and `labels`.
     """
-    machines = [m for m in _all_machines() if all_ or m.status.alive]
+    listed = _all_machines()
+    _expire_records(listed)
+    machines = [m for m in listed if all_ or m.status.alive]
     if as_json:
         _print_json([_info_json(m) for m in machines])
         return
@@ -288,14 +308,25 @@ def down(
         typer.Argument(metavar="ID", help="Sandboxes to terminate.", show_default=False),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", "-a", help="Terminate every running sandbox.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Terminate even if the notebooks and outputs cannot be copied out."),
+    ] = False,
 ) -> None:
     """Terminate sandboxes: the ones named, or with --all every running one on every provider.
+
+    First each sandbox's notebooks and outputs are copied to its client folder (the one fixed when
+    it started: `$SEER_OUTPUTS_DIR/<id>/` or `./seer-outputs/<id>/`), and a line on stderr says
+    where. If that copy fails the sandbox is left running and the error says why (exit 1);
+    --force terminates it anyway.
 
     Idempotent: a sandbox that is already gone is reported, not an error. An id no provider
     knows is an error (exit 1), after the others were terminated.
     """
     if bool(sandbox_ids) == all_:
         _fail("name the sandboxes to terminate, or pass --all (not both)", EXIT_CONFIG)
+    for sandbox_id in sandbox_ids or []:  # every id checked before any sandbox is touched
+        sandbox_id_providers(sandbox_id, argument="ID")
     failed = False
     if all_:
         sandbox_ids = [m.id for m in _all_machines() if m.status.alive]
@@ -306,11 +337,12 @@ def down(
             sandbox = seer.Sandbox.attach(sandbox_id)
             status = sandbox.status
             if status.alive:
-                sandbox.terminate()
+                sandbox.terminate(force=force)
                 typer.echo(f"{sandbox_id}: terminated")
             else:
                 # Already dead: no lifecycle hooks, but let the provider clear any remains.
                 plugins.get_provider(sandbox.provider).terminate(sandbox_id)
+                state.end_record(sandbox_id, status.value)
                 typer.echo(f"{sandbox_id}: already {status.value}")
         except SandboxNotFoundError as exc:
             _stderr().print(f"[bold red]error:[/] {escape(str(exc))}")

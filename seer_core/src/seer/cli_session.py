@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import ConfigError, ExecError, PluginError, SandboxError
-from seer.providers.base import ExecResult
+from seer.providers.base import ExecResult, OutputCallback
 
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
@@ -133,7 +133,12 @@ class CliSession:
 
     # --- running commands -----------------------------------------------------------------
     def run(
-        self, command: str | list[str], timeout: float | None = None, *, check: bool = False
+        self,
+        command: str | list[str],
+        timeout: float | None = None,
+        *,
+        check: bool = False,
+        on_output: OutputCallback | None = None,
     ) -> ExecResult:
         """Run a command (a string, through ``bash -c``; or an argv list) in :attr:`cwd` with the
         session's environment. Nothing carries over to the next command but files and background
@@ -142,9 +147,12 @@ class CliSession:
         Returns the :class:`~seer.providers.base.ExecResult` (a non-zero exit is not an error
         unless ``check=True``, which raises :class:`~seer.errors.ExecError`). Raises
         :class:`~seer.errors.ExecTimeoutError`, with the output so far, after ``timeout`` seconds
-        (the command and its children are killed).
+        (the command and its children are killed). ``on_output`` is called with
+        ``("stdout" | "stderr", text)`` as the command writes.
         """
-        return self.sandbox.exec(command, timeout=timeout, check=check, env=self.env, cwd=self.cwd)
+        return self.sandbox.exec(
+            command, timeout=timeout, check=check, env=self.env, cwd=self.cwd, on_output=on_output
+        )
 
     # --- files ----------------------------------------------------------------------------
     def path(self, path: str) -> str:

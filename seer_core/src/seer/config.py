@@ -10,10 +10,12 @@ time (secrets) is checked by :meth:`SandboxConfig.preflight`, still before anyth
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import enum
 import keyword
 import os
+import posixpath
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +36,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from seer.errors import ConfigError, ConfigProblem, MissingSecretError, UnknownPluginError
+from seer.runtime.loading import tokenizer_var_name
 
 __all__ = [
     "DEFAULT_PROVIDER",
@@ -63,6 +66,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HUB_PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 _REMOTE_URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^[\w.-]+@[\w.-]+:\S+$")
+#: A URL whose host (after ``scheme://``, ``user@``) starts with '-': ssh would take it for an option.
+_URL_HOST_OPTION = re.compile(r"^(?:[a-z+]+://)?(?:[^/@]*@)?-")
 _DEB_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+:~-]+)?$")
 _MAX_TIMEOUT = 7 * 24 * 3600
 _MAX_HUB_NAME = 96
@@ -224,6 +229,16 @@ class _Strict(BaseModel):
         with _validating(type(self)):
             super().__init__(**data)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul_bytes(cls, value: Any) -> Any:
+        """Refuse a NUL byte in any string, for every field: such a string cannot reach a
+        process's argv or environment (the OS refuses it) and would fail only once the sandbox runs."""
+        errors = list(_nul_bytes(value))
+        if errors:
+            _fail(*errors)
+        return value
+
     @classmethod
     def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
         with _validating(cls):
@@ -237,6 +252,34 @@ class _Strict(BaseModel):
     def __setattr__(self, name: str, value: Any) -> None:
         with _validating(type(self)):
             super().__setattr__(name, value)
+
+
+_NUL_MESSAGE = "contains a NUL byte (\\x00), which no command argument, path or environment variable can hold"
+
+
+def _nul_bytes(
+    value: Any, loc: tuple[int | str, ...] = ()
+) -> Iterator[tuple[tuple[int | str, ...], str, Any]]:
+    """``(location, message, value)`` for each string with a NUL byte in a raw field value, looking
+    into lists, tuples and mappings (keys too: an ``env`` name is a key). Config objects already
+    built were checked when they were."""
+    stack: list[tuple[tuple[int | str, ...], Any]] = [(loc, value)]
+    seen: set[int] = set()  # a self-containing list or dict is walked once
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                yield where, _NUL_MESSAGE, item
+        elif isinstance(item, dict | list | tuple) and id(item) not in seen:
+            seen.add(id(item))
+            if isinstance(item, dict):
+                for key, sub in reversed(item.items()):
+                    if isinstance(key, str) and "\x00" in key:
+                        yield where, f"the name {key!r} {_NUL_MESSAGE}", key
+                    else:
+                        stack.append(((*where, key), sub))
+            else:
+                stack.extend(reversed([((*where, i), sub) for i, sub in enumerate(item)]))
 
 
 class ExecutionMode(enum.StrEnum):
@@ -291,6 +334,28 @@ def _git_ref_problem(value: str) -> str | None:
     return None
 
 
+#: What the Jupyter kernel defines before any cell runs: IPython's history and helpers
+#: (``_``, ``_i``, ``_3``, ``In``, ``Out``, ...). seer's own kernel names all start with ``__seer``.
+_IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "display", "_ih", "_oh", "_dh"})
+_IPYTHON_HISTORY = re.compile(r"^_+$|^_i+$|^_i?\d+$")
+
+
+def _reserved_name_problem(name: str) -> str | None:
+    """Why the kernel variable ``name`` would break something already in the kernel, or None.
+
+    Models and tokenizers are bound into the kernel's global namespace, so a name that is a
+    builtin (``print``), one IPython defines (``In``, ``_``) or a dunder (``__builtins__``, and
+    seer's own ``__seer_...`` helpers) would shadow or break what the agent's code relies on.
+    """
+    if name.startswith("__"):
+        return "starts with '__', which is kept for Python's and seer's own names"
+    if name in _IPYTHON_NAMES or _IPYTHON_HISTORY.match(name):
+        return "is a name IPython defines in the kernel"
+    if hasattr(builtins, name):
+        return "is a Python builtin and would shadow it in the kernel"
+    return None
+
+
 def _check_requirement(value: str) -> str:
     req = value.strip()
     if not req:
@@ -341,7 +406,25 @@ def _check_pair(local: str, remote: str, kind: str) -> tuple[str, str]:
         raise ValueError(f"local directory {local!r} {what}")
     if not remote or not remote.strip():
         raise ValueError(f"the sandbox path for {local!r} is empty")
+    why = _sandbox_path_problem(remote)
+    if why:
+        raise ValueError(f"the sandbox path {remote!r} for {local!r} {why}")
     return (str(path.resolve()), remote)
+
+
+def _sandbox_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a place inside the sandbox's working directory, or None if it is.
+
+    Copies land in the working directory, which teardown removes; a path outside it would write
+    wherever it points (on the ``local`` provider: the client's own disk) and outlive the sandbox.
+    An absolute path is refused too: each provider puts the working directory somewhere else.
+    """
+    if path.startswith(("/", "~")):
+        return "must be relative to the sandbox's working directory (e.g. 'data/file.txt'), not absolute"
+    normal = posixpath.normpath(path)
+    if normal == ".." or normal.startswith("../"):
+        return "leads out of the sandbox's working directory ('..'); keep it inside (e.g. 'data/file.txt')"
+    return None
 
 
 def _check_file_pair(pair: tuple[str, str]) -> tuple[str, str]:
@@ -407,6 +490,9 @@ class ModelConfig(_Strict):
             raise ValueError(f"{value!r} is a Python keyword; pick another variable name")
         if not value.isidentifier():
             raise ValueError(f"{value!r} is not a valid Python variable name (e.g. 'model_b')")
+        why = _reserved_name_problem(value)  # its tokenizer's name, "<value>_tokenizer", is then safe too
+        if why:
+            raise ValueError(f"{value!r} {why}; pick another variable name (e.g. 'model_b')")
         return value
 
     @model_validator(mode="after")
@@ -453,6 +539,11 @@ class RepoConfig(_Strict):
         value = value.strip()
         if not value:
             raise ValueError("must not be empty")
+        if value.startswith("-") or _URL_HOST_OPTION.match(value):
+            raise ValueError(
+                f"{value!r} starts (or its host starts) with '-', which git and ssh would read as an "
+                "option; give owner/repo, a git URL or a local path"
+            )
         if _is_local_path(value):
             path = Path(value).expanduser()
             if not path.is_dir():
@@ -508,6 +599,46 @@ class RepoConfig(_Strict):
         """The directory the clone lands in: the repository's name."""
         tail = self.url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
         return tail.removesuffix(".git") or "repo"
+
+
+def _kernel_name_clashes(models: list[ModelConfig]) -> list[tuple[tuple[int | str, ...], str, Any]]:
+    """An error at ``models[i].var_name`` for each model that would bind a kernel variable an
+    earlier model already binds: each model defines its ``var_name`` and its tokenizer's name
+    (:func:`~seer.runtime.loading.tokenizer_var_name`), and a later binding silently replaces
+    the earlier (``var_name: tokenizer`` next to the default ``model``, or ``m`` next to
+    ``m_tokenizer``)."""
+    bound: dict[str, tuple[int, str]] = {}  # kernel name -> (model index, what it holds there)
+    errors: list[tuple[tuple[int | str, ...], str, Any]] = []
+    for i, m in enumerate(models):
+        tokenizer = tokenizer_var_name(m.var_name)
+        for name, what in ((m.var_name, "model"), (tokenizer, "tokenizer")):
+            if name not in bound:
+                continue
+            j, other = bound[name]
+            if what == "model" and other == "model":
+                why = f"{name!r} is already used by models[{j}]"
+            elif what == "model":
+                why = (
+                    f"{name!r} is where models[{j}]'s tokenizer goes in the kernel; "
+                    "one would replace the other"
+                )
+            else:
+                why = (
+                    f"this model's tokenizer would be bound to {name!r}, which is models[{j}]'s var_name; "
+                    "one would replace the other"
+                )
+            errors.append(
+                (
+                    ("models", i, "var_name"),
+                    f"{why}; give each model its own var_name (e.g. var_name: model_{i})",
+                    m.var_name,
+                )
+            )
+            break
+        else:
+            bound[m.var_name] = (i, "model")
+            bound[tokenizer] = (i, "tokenizer")
+    return errors
 
 
 def _file_pairs(value: Any) -> Any:
@@ -687,18 +818,7 @@ class SandboxConfig(_Strict):
                     self.gpu_count,
                 )
             )
-        seen: dict[str, int] = {}
-        for i, m in enumerate(self.models):
-            if m.var_name in seen:
-                errors.append(
-                    (
-                        ("models", i, "var_name"),
-                        f"{m.var_name!r} is already used by models[{seen[m.var_name]}]; give each "
-                        f"model its own var_name (e.g. var_name: model_{i})",
-                        m.var_name,
-                    )
-                )
-            seen.setdefault(m.var_name, i)
+        errors += _kernel_name_clashes(self.models)
         dirs: dict[str, int] = {}
         for i, r in enumerate(self.repos):
             if r.dir_name in dirs:

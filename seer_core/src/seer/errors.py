@@ -91,6 +91,11 @@ class SandboxNotFoundError(SandboxError, LookupError):
     """No sandbox with this id is known to any provider."""
 
 
+class InvalidSandboxIdError(ConfigError, SandboxNotFoundError):
+    """A sandbox id that is not of any (or the named) provider's exact id format, so it names no
+    sandbox. Raised before any file, process or container is looked at: an id is never a path."""
+
+
 class SandboxNotRunningError(SandboxError):
     """The sandbox was terminated (or timed out) and cannot run anything any more."""
 

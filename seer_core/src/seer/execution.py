@@ -38,6 +38,9 @@ __all__ = [
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
+#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``
+#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set).
+DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -120,11 +123,15 @@ def open_notebook_session(
     sandbox: Sandbox | None = None,
     mirror_path: Path | None = None,
     kernel_env_file: str | None = None,
+    cells: list[dict[str, Any]] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> NotebookSession:
     """A Jupyter session for notebook ``path`` on a started kernel, set up (models, ``workspace``).
 
     What :func:`create_notebook_session` does once it has a kernel; also used where only the
-    Jupyter server's URL is known (the notebook MCP server). On failure the kernel is shut down.
+    Jupyter server's URL is known (the notebook MCP server). ``cells`` and ``metadata`` (from
+    :func:`seer.notebook.notebook_cells`) start the notebook with those cells, to continue an
+    existing one. On failure the kernel is shut down.
     """
     from seer.notebook import NotebookSession
 
@@ -144,6 +151,8 @@ def open_notebook_session(
             sandbox=sandbox,
             mirror_path=mirror_path,
             kernel_env_file=kernel_env_file,
+            cells=cells,
+            metadata=metadata,
         )
         session._save()
         session._connect()

@@ -16,6 +16,10 @@ from seer.errors import ConfigError, ConfigProblem
 #: Path of a value in the parsed document (as in pydantic locations) -> its 1-based line.
 _Lines = dict[tuple[Any, ...], int]
 
+#: The most values (mappings, lists and scalars, counted with every alias expanded) a config
+#: file may hold. Real configs hold hundreds; the limit refuses alias bombs before they expand.
+MAX_VALUES = 100_000
+
 
 def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
     """Read an experiment config (YAML or JSON: the ``SandboxConfig`` fields plus ``name``).
@@ -60,6 +64,10 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         elif context:
             reason = f"{reason} ({context})"
         raise fail(f"not valid {kind}: {reason}", line) from None
+    except RecursionError:  # the parsers recurse once per level of nesting
+        raise fail(
+            f"nested too deeply to be a config ({kind} lists or mappings hundreds of levels deep)"
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -89,13 +97,19 @@ def _rebase_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 
     def rebase_dotted(value: Any) -> Any:
         # Repos and models: only ./ and ../ mark a local path (``org/name`` is a hub id).
-        if isinstance(value, str) and value.startswith(("./", "../")):
+        # A NUL byte is left for validation to report: no path can hold one.
+        if isinstance(value, str) and value.startswith(("./", "../")) and "\x00" not in value:
             return str((base / value).resolve())
         return value
 
     def rebase_local(value: Any) -> Any:
         # local_files / local_dirs: the local side is always a path.
-        relative = isinstance(value, str) and value.strip() and not Path(value).expanduser().is_absolute()
+        relative = (
+            isinstance(value, str)
+            and value.strip()
+            and "\x00" not in value
+            and not Path(value).expanduser().is_absolute()
+        )
         if relative:
             return str((base / value).resolve())
         return value
@@ -122,12 +136,59 @@ def _rebase_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     return data
 
 
-def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
-    """Map each value's path to its line; a key given twice is an error (in ``file``)."""
-    lines: _Lines = {}
+class _Alias(yaml.Node):
+    """Where an alias (``*name``) is written, and the anchored node it stands for.
 
-    def walk(n: yaml.Node, path: tuple[Any, ...]) -> None:
+    PyYAML's composer hands back the anchored node itself for an alias, losing the alias's
+    place in the file; :class:`_LineLoader` puts one of these in its stead, for the line walk only.
+    """
+
+    def __init__(self, target: yaml.Node, mark: Any) -> None:
+        super().__init__(target.tag, target, mark, mark)
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A safe loader whose composed tree keeps each alias as an :class:`_Alias`."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            return _Alias(super().compose_node(parent, index), mark)
+        return super().compose_node(parent, index)
+
+
+def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
+    """Map each value's path to its line; a key given twice is an error (in ``file``).
+
+    Aliases (``*name``) are not expanded: each node is walked once, and a path reached through an
+    alias takes the alias's line. The walk also refuses, as a config error naming ``file``, what
+    would make the parsed document unusable: an anchor that contains its own alias (a cycle), and
+    one that expands past :data:`MAX_VALUES` values (a "billion laughs": 1 KB that expands to
+    gigabytes, which everything after the parser would expand).
+    """
+    lines: _Lines = {}
+    sizes: dict[int, int] = {}  # id(node) -> how many values it expands to, once walked
+    open_nodes: set[int] = set()  # the nodes being walked: meeting one again is a cycle
+
+    def refuse(path: tuple[Any, ...], message: str, line: int) -> ConfigError:
+        problem = ConfigProblem(format_loc(path), message, file=file, line=line)
+        return ConfigError([problem], title="Invalid config")
+
+    def walk(n: yaml.Node, path: tuple[Any, ...]) -> int:
         lines.setdefault(path, n.start_mark.line + 1)
+        if isinstance(n, _Alias):
+            alias_line, n = n.start_mark.line + 1, n.value
+            if id(n) in open_nodes:
+                raise refuse(
+                    path,
+                    f"refers to itself: the alias on line {alias_line} is inside its own anchor "
+                    f"(line {n.start_mark.line + 1}); a config cannot contain itself",
+                    alias_line,
+                )
+        if id(n) in sizes:
+            return sizes[id(n)]
+        open_nodes.add(id(n))
+        size = 1
         if isinstance(n, yaml.MappingNode):
             seen: dict[Any, int] = {}
             for k, v in n.value:
@@ -135,24 +196,30 @@ def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
                     continue  # a complex key: pydantic will reject it anyway
                 key_line = k.start_mark.line + 1
                 if k.value in seen:
-                    raise ConfigError(
-                        [
-                            ConfigProblem(
-                                format_loc((*path, k.value)),
-                                f"given twice (also on line {seen[k.value]}); keep one",
-                                file=file,
-                                line=key_line,
-                            )
-                        ],
-                        title="Invalid config",
+                    raise refuse(
+                        (*path, k.value), f"given twice (also on line {seen[k.value]}); keep one", key_line
                     )
                 seen[k.value] = key_line
                 key_path = (*path, k.value)
                 lines[key_path] = key_line
-                walk(v, key_path)  # keeps the key's line for key_path, not the value's
+                size += walk(v, key_path)  # keeps the key's line for key_path, not the value's
+                if size > MAX_VALUES:
+                    break
         elif isinstance(n, yaml.SequenceNode):
             for i, item in enumerate(n.value):
-                walk(item, (*path, i))
+                size += walk(item, (*path, i))
+                if size > MAX_VALUES:
+                    break
+        if size > MAX_VALUES:
+            raise refuse(
+                path,
+                f"expands to more than {MAX_VALUES:,} values once its aliases (*name) are "
+                "expanded; a config is far smaller (is it a 'billion laughs' document?)",
+                lines[path],
+            )
+        open_nodes.discard(id(n))
+        sizes[id(n)] = size
+        return size
 
     if node is not None:
         walk(node, ())
@@ -160,15 +227,17 @@ def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
 
 
 def _yaml_with_lines(text: str, file: str) -> tuple[Any, _Lines]:
-    """Parse YAML, and map each value's path (as in pydantic locations) to its 1-based line."""
-    lines = _walk_lines(yaml.compose(text, Loader=yaml.SafeLoader), file)
+    """Parse YAML, and map each value's path (as in pydantic locations) to its 1-based line.
+
+    The walk comes first: it refuses what must not be built (see :func:`_walk_lines`)."""
+    lines = _walk_lines(yaml.compose(text, Loader=_LineLoader), file)
     return yaml.safe_load(text), lines
 
 
 def _json_lines(text: str, file: str) -> _Lines:
     """Lines of a JSON document's values (JSON is YAML, near enough); empty if that fails."""
     try:
-        return _walk_lines(yaml.compose(text, Loader=yaml.SafeLoader), file)
+        return _walk_lines(yaml.compose(text, Loader=_LineLoader), file)
     except yaml.YAMLError:
         return {}
 

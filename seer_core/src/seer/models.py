@@ -10,31 +10,42 @@ fetcher (:mod:`seer.runtime.fetch`) with ``HF_HUB_CACHE`` set to the provider's
       {"models": [{"var_name": "model", "name": "org/x", "display_name": "org/x",
                    "path": "/abs/dir", "revision": "main", "commit": "<sha>", "hidden": false,
                    "is_peft": false, "base_path": null, "env_var": "MODEL_ORG_X_PATH",
-                   "name_sha256": null}]}
+                   "name_hmac": null}]}
 
 * ``MODEL_<ID>_PATH`` for every model that is not hidden (``google/gemma-2-9b`` ->
   ``MODEL_GOOGLE_GEMMA_2_9B_PATH``), and ``HF_HUB_CACHE``, for everything run in the sandbox;
 * a symlink ``<workdir>/.seer/models/<org>_<name>`` to each model that is not hidden;
 * :class:`ModelHandle` objects, recorded with the sandbox (``Sandbox.model_handles``).
 
-A hidden model's name appears in none of these: its manifest entry has ``name: null``,
-``display_name: "hidden model"``, no env var, no commit, and only ``name_sha256`` (the sha256 of
-``"seer-hidden:" + name``) lets ``get_model_path(name)`` find it. Its files live in an anonymised
-directory (see :mod:`seer.runtime.fetch`). The client-side handle keeps the name, but its
-``repr`` does not show it.
+A hidden model's name appears in none of these, and nothing in the sandbox lets the agent derive
+it: its manifest entry has ``name: null``, ``display_name: "hidden model"``, no env var, no commit,
+and ``name_hmac``, an HMAC of the name keyed with a random per-sandbox *models key* that the client
+keeps in its record. Only an interface served over RPC (the user's code, which names the model
+itself) is given the key, as ``$SEER_MODELS_KEY``, so that ``get_model_path(name)`` finds it there;
+the kernel and shells find it by its ``var_name``. Its files are copies in a directory whose name
+and commit marker are keyed with a secret the client keeps in ``$SEER_HOME`` (see
+:mod:`seer.runtime.fetch`). What a provider shows the agent beyond this (a model cache shared with
+other sandboxes, the user's files) is the provider's: one whose ``Capabilities.hides_models`` is
+false gets a warning at start. The client-side handle keeps the name, but its ``repr`` does not
+show it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
+import os
 import posixpath
+import secrets
 import shlex
+import time
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import ConfigProblem, ModelFetchError, SandboxError
+from seer.runtime.models import MODELS_KEY_ENV, name_hmac
 
 if TYPE_CHECKING:
     from seer.config import ModelConfig
@@ -44,9 +55,11 @@ if TYPE_CHECKING:
 __all__ = [
     "HIDDEN_DISPLAY_NAME",
     "MANIFEST_ENV",
+    "MODELS_KEY_ENV",
     "ModelHandle",
-    "hidden_name_sha256",
     "manifest_path",
+    "model_lookup_env",
+    "name_hmac",
     "prepare_models",
 ]
 
@@ -58,9 +71,49 @@ MANIFEST_ENV = "SEER_MODELS_MANIFEST"
 HIDDEN_DISPLAY_NAME = "hidden model"
 
 
-def hidden_name_sha256(name: str) -> str:
-    """The manifest's ``name_sha256`` of a hidden model: sha256 of ``"seer-hidden:" + name``."""
-    return hashlib.sha256(("seer-hidden:" + name).encode()).hexdigest()
+#: The sandbox record's service holding the per-sandbox models key (hex).
+_KEY_SERVICE = "models_key"
+
+
+def model_lookup_env(sandbox: Sandbox) -> dict[str, str]:
+    """The variables a process running the user's own code (an interface served over RPC) needs to
+    find a hidden model by its name: the sandbox's models key. Empty without hidden models. Never
+    give them to what the agent runs (the kernel, a shell): with the key, the agent could test
+    names against the manifest."""
+    key = sandbox._services.get(_KEY_SERVICE)
+    return {MODELS_KEY_ENV: key} if key else {}
+
+
+def _client_secret() -> bytes:
+    """This client's secret for naming hidden models' directories and sealing their commits,
+    made once, private to the user (``$SEER_HOME/hidden-models.key``). It never enters a sandbox:
+    the directories keep one name across sandboxes (so a hidden model is fetched once per
+    machine) that nothing in the sandbox can recompute."""
+    from seer.state import seer_home
+
+    path = seer_home() / "hidden-models.key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(100):
+            value = path.read_text().strip()
+            if value:
+                return bytes.fromhex(value)
+            time.sleep(0.02)  # another client is writing it
+        raise
+    value = secrets.token_hex(32)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value)
+    return bytes.fromhex(value)
+
+
+def _hidden_keys(secret: bytes, repo: str, revision: str) -> dict[str, str]:
+    """A hidden repo's directory name and commit seal, for the fetcher (see seer.runtime.fetch)."""
+
+    def mac(purpose: str) -> str:
+        return hmac.new(secret, f"{purpose}\0{repo}\0{revision}".encode(), hashlib.sha256).hexdigest()
+
+    return {"dir": f"m-{mac('dir')[:20]}", "seal": mac("seal")[:40]}
 
 
 def manifest_path(workdir: str) -> str:
@@ -105,8 +158,11 @@ class ModelHandle:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def manifest_entry(self) -> dict[str, Any]:
-        """This model's entry in the sandbox's manifest (nothing in it names a hidden model)."""
+    def manifest_entry(self, key: str | None = None) -> dict[str, Any]:
+        """This model's entry in the sandbox's manifest (nothing in it names a hidden model; its
+        ``name_hmac`` needs the sandbox's models ``key``, which a hidden model's entry requires)."""
+        if self.hidden and not key:
+            raise ValueError("a hidden model's manifest entry needs the sandbox's models key")
         return {
             "var_name": self.var_name,
             "name": None if self.hidden else self.name,
@@ -118,7 +174,7 @@ class ModelHandle:
             "is_peft": self.is_peft,
             "base_path": self.base_path,
             "env_var": None if self.hidden else self.env_var,
-            "name_sha256": hidden_name_sha256(self.name) if self.hidden else None,
+            "name_hmac": name_hmac(key, self.name) if self.hidden and key else None,
         }
 
     def __repr__(self) -> str:
@@ -165,18 +221,20 @@ def _visible_local_dirs(sandbox: Sandbox, cache_dir: str) -> dict[str, str]:
 
 
 def _fetch_spec(sandbox: Sandbox, cache_dir: str, local_dirs: dict[str, str]) -> dict[str, Any]:
-    return {
-        "cache_dir": cache_dir,
-        "models": [
-            {
-                "name": local_dirs.get(m.name, m.name),
-                "revision": m.revision,
-                "hidden": m.hidden,
-                "base_model": local_dirs.get(m.base_model, m.base_model) if m.base_model else None,
-            }
-            for m in sandbox.config.models
-        ],
-    }
+    models = []
+    secret = _client_secret() if any(m.hidden for m in sandbox.config.models) else b""
+    for m in sandbox.config.models:
+        name = local_dirs.get(m.name, m.name)
+        base = local_dirs.get(m.base_model, m.base_model) if m.base_model else None
+        entry: dict[str, Any] = {"name": name, "revision": m.revision, "hidden": m.hidden, "base_model": base}
+        if m.hidden:
+            # Keyed by the repo and revision the fetcher plans its job by.
+            entry.update(_hidden_keys(secret, name, "local" if name.startswith("/") else m.revision))
+            if base:
+                keys = _hidden_keys(secret, base, "local" if base.startswith("/") else "main")
+                entry.update({"base_dir": keys["dir"], "base_seal": keys["seal"]})
+        models.append(entry)
+    return {"cache_dir": cache_dir, "models": models}
 
 
 def _run_fetcher(
@@ -289,6 +347,8 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
     models = list(sandbox.config.models)
     if not models:
         return []
+    if any(m.hidden for m in models):
+        _warn_if_unhidden(sandbox)
     cache_dir = sandbox.machine.model_cache_dir()
     local_dirs = _visible_local_dirs(sandbox, cache_dir)
     spec = _fetch_spec(sandbox, cache_dir, local_dirs)
@@ -330,9 +390,13 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
             base_id = _env_id(h.base_model)
             env.setdefault(f"MODEL_{base_id}_PATH", h.base_path)
 
+    key = secrets.token_hex(32) if any(h.hidden for h in handles) else None
+    if key:  # kept by the client (the sandbox's record), handed only to served interfaces
+        sandbox._set_service(_KEY_SERVICE, key)
     workdir = sandbox.workdir
     manifest = manifest_path(workdir)
-    sandbox.write_file(manifest, json.dumps({"models": [h.manifest_entry() for h in handles]}, indent=2))
+    entries = [h.manifest_entry(key) for h in handles]
+    sandbox.write_file(manifest, json.dumps({"models": entries}, indent=2))
     links_dir = posixpath.join(workdir, ".seer", "models")
     script = [f"mkdir -p {shlex.quote(links_dir)}"]
     for h, stem in zip(handles, _stems(models), strict=True):
@@ -343,6 +407,22 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
     sandbox._add_env({**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir})
     sandbox._set_service("models", [h.to_dict() for h in handles])
     return handles
+
+
+def _warn_if_unhidden(sandbox: Sandbox) -> None:
+    """Say, in one line on stderr (the ``seer`` logger), when the provider cannot keep a hidden
+    model's identity from the agent: seer anonymises what it writes, but the agent could still
+    read what the provider shows it (the user's files, a model cache shared under real names)."""
+    from seer import plugins
+
+    provider = plugins.get_provider(sandbox._provider_name)
+    if not provider.capabilities.hides_models:
+        log.warning(
+            "hidden models: the %r provider cannot hide a model's identity from the agent "
+            "(it can read your files and the shared model cache); use a provider that isolates "
+            "the sandbox, such as docker",
+            provider.name,
+        )
 
 
 def _env_id(name: str) -> str:

@@ -21,6 +21,7 @@ import contextlib
 import http.client
 import itertools
 import json
+import operator
 import os
 import posixpath
 import queue
@@ -54,6 +55,8 @@ __all__ = [
     "CellResult",
     "JupyterClient",
     "NotebookSession",
+    "check_notebook_path",
+    "notebook_cells",
     "strip_ansi",
 ]
 
@@ -392,6 +395,60 @@ class JupyterClient:
         status, _ = self.request("GET", f"/api/contents/{_quote(path)}?content=0")
         return status == 200
 
+    def read_notebook(self, path: str) -> dict[str, Any]:
+        """The notebook at ``path`` (relative to the server's root) as an nbformat dict, as the
+        server reads it (older nbformat versions converted to 4; the trust marks it adds to cells
+        removed). Raises
+        :class:`~seer.errors.NotebookError` naming the path when there is none, or it is not a
+        readable notebook."""
+        check_notebook_path(path)
+        status, model = self.request("GET", f"/api/contents/{_quote(path)}?type=notebook&content=1")
+        if status == 404:
+            raise NotebookError(f"there is no notebook {path!r} on the Jupyter server at {self.url}")
+        message = model.get("message") if isinstance(model, dict) else model
+        if status != 200 or not isinstance(model, dict) or not isinstance(model.get("content"), dict):
+            raise NotebookError(f"cannot read notebook {path!r}: HTTP {status}: {message or 'no message'}")
+        content: dict[str, Any] = model["content"]
+        for cell in content.get("cells") or []:
+            if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict):
+                cell["metadata"].pop("trusted", None)  # the server's mark for this read, not the notebook's
+        return content
+
+    def list_notebooks(
+        self, directory: str = "", *, depth: int = 4, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """The notebooks under ``directory`` (the server's root by default), ``depth`` folders
+        deep at most, hidden ones left out: ``[{"path", "last_modified", "size"}]``, sorted by
+        path, ``limit`` at most. Raises :class:`~seer.errors.NotebookError` if ``directory`` is
+        not a folder on the server."""
+        found: list[dict[str, Any]] = []
+
+        def walk(folder: str, level: int) -> None:
+            status, model = self.request("GET", f"/api/contents/{_quote(folder)}?type=directory&content=1")
+            if status != 200 or not isinstance(model, dict) or not isinstance(model.get("content"), list):
+                if folder == directory.strip("/"):
+                    raise NotebookError(
+                        f"{directory!r} is not a folder on the Jupyter server at {self.url} (HTTP {status})"
+                    )
+                return
+            for item in sorted(model["content"], key=lambda i: str(i.get("path"))):
+                if len(found) >= limit or str(item.get("name", "")).startswith("."):
+                    continue
+                if item.get("type") == "notebook":
+                    found.append({k: item.get(k) for k in ("path", "last_modified", "size")})
+                elif item.get("type") == "directory" and level < depth:
+                    walk(str(item["path"]), level + 1)
+
+        walk(directory.strip("/"), 1)
+        return sorted(found, key=lambda i: str(i["path"]))
+
+    def notebook_session(self, path: str) -> str | None:
+        """The id of the session on the server whose notebook is ``path``, if one is."""
+        for model in self.sessions():
+            if model.get("path") == path:
+                return str(model.get("id"))
+        return None
+
 
 def _quote(path: str) -> str:
     return urllib.parse.quote(path.strip("/"))
@@ -563,8 +620,68 @@ def _cell_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def _text(source: Any) -> str:
+def check_notebook_path(path: object) -> str:
+    """``path`` if it names a notebook inside a Jupyter server's root (relative, ``.ipynb``, no
+    ``..``); else :class:`~seer.errors.NotebookError` saying what is wrong with it."""
+    if not isinstance(path, str) or not path.strip():
+        raise NotebookError(f"notebook path {path!r} is not a path: give one like 'notebooks/name.ipynb'")
+    parts = path.split("/")
+    if path.startswith("/") or "\\" in path or "\x00" in path or ".." in parts:
+        raise NotebookError(
+            f"notebook path {path!r} must be relative to the Jupyter server's root, without '..' "
+            "(like 'notebooks/name.ipynb')"
+        )
+    if not path.endswith(".ipynb") or not parts[-1][: -len(".ipynb")]:
+        raise NotebookError(f"notebook path {path!r} does not name a notebook (a '<name>.ipynb' file)")
+    return path
+
+
+def notebook_cells(
+    notebook: object, *, where: str = "the notebook"
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(cells, metadata)`` of an nbformat 4 notebook dict, checked and made fit to be continued:
+    sources joined into strings, every cell given an id, code cells their ``outputs`` and
+    ``execution_count``. Raises :class:`~seer.errors.NotebookError` naming ``where`` and the cell
+    when it is not such a notebook."""
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotebookError(f"{where} is not a Jupyter notebook (no list of 'cells')")
+    if notebook.get("nbformat") != 4:
+        raise NotebookError(
+            f"{where} is nbformat {notebook.get('nbformat')!r}; seer continues nbformat 4 notebooks "
+            "(convert it with: jupyter nbconvert --to notebook --inplace FILE)"
+        )
+    cells: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(notebook["cells"]):
+        kind = raw.get("cell_type") if isinstance(raw, dict) else None
+        if kind not in ("code", "markdown", "raw"):
+            raise NotebookError(f"{where}: cell {number} is not a code, markdown or raw cell")
+        cell = json.loads(json.dumps(raw))
+        cell["source"] = _source_text(cell.get("source", ""))
+        cell.setdefault("metadata", {})
+        if not isinstance(cell.get("id"), str) or not _CELL_ID.match(cell["id"]) or cell["id"] in seen:
+            cell["id"] = _cell_id()
+        seen.add(cell["id"])
+        if kind == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+        cells.append(cell)
+    metadata = notebook.get("metadata")
+    return cells, dict(metadata) if isinstance(metadata, dict) else {}
+
+
+def _check_source(source: object) -> str:
+    if not isinstance(source, str):
+        raise NotebookError(f"a cell's source must be a string, not {type(source).__name__}")
+    return source
+
+
+def _source_text(source: Any) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
     return "".join(source) if isinstance(source, list) else str(source)
+
+
+_CELL_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
 
 
 @dataclass
@@ -883,7 +1000,7 @@ class NotebookSession:
         cell = next(
             (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
         )
-        code = orphan.code if orphan.code is not None else (_text(cell["source"]) if cell else "")
+        code = orphan.code if orphan.code is not None else (_source_text(cell["source"]) if cell else "")
         count = orphan.count if orphan.count is not None else (orphan.reply or {}).get("execution_count")
         if cell is None:
             cell = {
@@ -941,6 +1058,160 @@ class NotebookSession:
         with self._lock:
             self._nb.add({"cell_type": "markdown", "id": _cell_id(), "metadata": {}, "source": text})
             self._save()
+
+    # --- reading and editing the notebook -------------------------------------------------
+    # Edits take the session's lock, so they wait for a running cell; reads do not.
+    def cell(self, index: int) -> dict[str, Any]:
+        """A copy of the notebook's cell ``index`` (0-based): an nbformat dict with ``cell_type``,
+        ``source`` and, for a code cell, ``outputs`` and ``execution_count``. Does not wait for a
+        running cell. Raises :class:`~seer.errors.NotebookError` for an index out of range."""
+        index = self._index(index)
+        for _ in range(5):  # a cell's outputs may change under us while a cell runs: copy again
+            with contextlib.suppress(RuntimeError):
+                copied: dict[str, Any] = json.loads(json.dumps(self._nb.cells[index]))
+                return copied
+        raise NotebookError(f"cell {index} kept changing while it was read; try again")
+
+    def insert_cell(self, index: int, source: str, cell_type: str = "code") -> None:
+        """Put a new cell at ``index`` (``len(session.cells)`` appends), moving the cells from
+        ``index`` on down by one. A code cell is not run (``run_cell(index)`` runs it)."""
+        if cell_type not in ("code", "markdown", "raw"):
+            raise NotebookError(f"cell_type {cell_type!r} is not one of 'code', 'markdown', 'raw'")
+        _check_source(source)
+        cell: dict[str, Any] = {"cell_type": cell_type, "id": _cell_id(), "metadata": {}, "source": source}
+        if cell_type == "code":
+            cell.update(outputs=[], execution_count=None)
+        with self._lock:
+            self._nb.cells.insert(self._index(index, insert=True), cell)
+            self._changed()
+
+    def delete_cell(self, index: int) -> dict[str, Any]:
+        """Remove cell ``index`` from the notebook and return it; the cells after it move up."""
+        with self._lock:
+            removed = self._nb.cells.pop(self._index(index))
+            self._changed()
+        return removed
+
+    def move_cell(self, index: int, to: int) -> None:
+        """Move cell ``index`` so that it ends up at index ``to``; the cells between shift by one."""
+        with self._lock:
+            index = self._index(index)
+            to = self._index(to, what="target index")
+            self._nb.cells.insert(to, self._nb.cells.pop(index))
+            self._changed()
+
+    def set_source(self, index: int, source: str) -> None:
+        """Replace cell ``index``'s source without running it. A code cell's outputs and execution
+        count are cleared: they came from the old source (``run_cell(index)`` makes new ones)."""
+        _check_source(source)
+        with self._lock:
+            cell = self._nb.cells[self._index(index)]
+            cell["source"] = source
+            if cell.get("cell_type") == "code":
+                cell.update(outputs=[], execution_count=None)
+            self._changed()
+
+    def clear_outputs(self, index: int | None = None) -> None:
+        """Clear code cell ``index``'s outputs and execution count; every code cell's when ``index``
+        is None. Sources and the kernel's state stay."""
+        with self._lock:
+            cells = self._nb.cells if index is None else [self._nb.cells[self._index(index)]]
+            for cell in cells:
+                if cell.get("cell_type") == "code":
+                    cell.update(outputs=[], execution_count=None)
+            self._changed()
+
+    def run_cell(self, index: int, *, source: str | None = None, timeout: float | None = None) -> CellResult:
+        """Run code cell ``index`` again (with ``source`` as its new source, if given) and return
+        what it produced, as :meth:`exec` does; the new outputs and execution count replace the
+        cell's own, where it is (same index, same id), instead of being appended."""
+        with self._lock:
+            index = self._index(index)
+            cell = self._nb.cells[index]
+            if cell.get("cell_type") != "code":
+                raise NotebookError(
+                    f"cell {index} is a {cell.get('cell_type')} cell: only code cells run "
+                    "(set_source changes its text)"
+                )
+            if source is not None:
+                cell["source"] = _check_source(source)
+            code = _source_text(cell["source"])
+            before = len(self._nb.cells)
+            try:
+                return self._run(code, hidden=False, timeout=timeout, record=True)
+            finally:
+                # The run recorded the cell at the end (also when it timed out or the kernel died):
+                # put it in the place of the cell it re-ran.
+                if len(self._nb.cells) > before:
+                    new = self._nb.cells.pop()
+                    new["id"] = cell.get("id") or new["id"]
+                    new["metadata"] = cell.get("metadata", {})
+                    self._nb.cells[index] = new
+                    self._changed()
+
+    def open(self, path: str, *, notebook: dict[str, Any] | None = None) -> None:
+        """Make notebook ``path`` (on the Jupyter server, relative to its root) this session's
+        notebook, to continue it: its cells are read back, with their outputs, and later cells are
+        added to it. The kernel is not touched: it keeps its variables and has run none of the
+        opened cells (``run_cell`` runs one). The notebook written so far stays as it is.
+
+        With ``notebook`` (an nbformat 4 dict, e.g. a ``.ipynb`` on this machine read with
+        ``json.load``), that notebook is written to ``path`` first, which must not exist yet.
+        Refused when another session on the server writes ``path``.
+        """
+        path = check_notebook_path(path)
+        with self._lock:
+            owner = self._client.notebook_session(path)
+            if owner is not None and owner != self.session_id:
+                raise NotebookError(
+                    f"{path!r} is the notebook of session {owner} on this server; continue it in that "
+                    "session, or shut that session down first"
+                )
+            if notebook is not None:
+                if self._client.path_exists(path):
+                    raise NotebookError(f"{path!r} already exists on the Jupyter server: open it as it is")
+                cells, metadata = notebook_cells(notebook, where="the notebook given")
+            else:
+                cells, metadata = notebook_cells(self._client.read_notebook(path), where=path)
+            name = posixpath.splitext(posixpath.basename(path))[0]
+            self._client.call("PATCH", f"/api/sessions/{self.session_id}", {"path": path, "name": name})
+            self.notebook_path, self.name = path, name
+            if self.local_path is not None:
+                self.local_path = self.local_path.with_name(f"{name}.ipynb")
+            for key in ("kernelspec", "language_info"):
+                if key not in metadata and key in self._nb.metadata:
+                    metadata[key] = self._nb.metadata[key]
+            self._nb = _Notebook(metadata, cells)
+            self._displays.clear()
+            self._save()
+
+    def _index(self, index: object, *, what: str = "cell index", insert: bool = False) -> int:
+        """``index`` if it names a cell (with ``insert``: a place between cells, the end included);
+        else an error saying what is wrong and what the notebook holds."""
+        try:
+            if isinstance(index, bool):
+                raise TypeError
+            index = operator.index(index)  # type: ignore[arg-type]
+        except TypeError:
+            raise NotebookError(f"{what} {index!r} is not an integer (cells count from 0)") from None
+        count = len(self._nb.cells)
+        top = count if insert else count - 1
+        if 0 <= index <= top:
+            return index
+        has = f"{self.notebook_path} has {count} cell{'' if count == 1 else 's'}"
+        if top < 0:
+            valid = "there is no cell to name"
+        elif insert:
+            valid = f"a new cell goes at 0 to {top}; {top} appends"
+        else:
+            valid = f"indexes 0 to {top}"
+        why = "is negative (cells count from 0)" if index < 0 else "is out of range"
+        raise NotebookError(f"{what} {index} {why}: {has} ({valid})")
+
+    def _changed(self) -> None:
+        """(Under the lock.) The notebook's cells were edited: render them again and save."""
+        self._nb.invalidate()
+        self._save()
 
     def interrupt(self) -> None:
         """Interrupt the running cell (it ends with ``KeyboardInterrupt``). Safe from any thread."""
@@ -1542,7 +1813,7 @@ class NotebookSession:
             source = str(inputs[n]).strip()
             for j in range(pos, len(code_cells)):
                 cell = code_cells[j]
-                if _text(cell.get("source", "")).strip() == source and cell.get("execution_count") in (
+                if _source_text(cell.get("source", "")).strip() == source and cell.get("execution_count") in (
                     n,
                     None,
                 ):
@@ -1592,7 +1863,7 @@ class NotebookSession:
                     self._nb.touch(cell)
                 self.recovered.append(
                     CellResult(
-                        code=_text(cell["source"]),
+                        code=_source_text(cell["source"]),
                         result=(data or {}).get("text/plain"),
                         outputs=cell["outputs"],
                         execution_count=n,

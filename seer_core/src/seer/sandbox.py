@@ -11,6 +11,7 @@ A started sandbox outlives the script that started it (until ``terminate()`` or 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import subprocess
@@ -32,7 +33,9 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.ids import sandbox_id_providers
 from seer.models import ModelHandle, prepare_models
+from seer.outputs import client_outputs_dir, copy_out
 from seer.progress import Progress
 from seer.providers.base import (
     ExecResult,
@@ -44,13 +47,9 @@ from seer.providers.base import (
     Provider,
     Snapshot,
 )
-from seer.state import read_json, seer_home, write_json
+from seer.state import end_record, prune_records, read_json, record_path, records_dir, write_json
 
-__all__ = ["DEFAULT_OUTPUTS_DIR", "RepoHandle", "Sandbox", "default_outputs_dir"]
-
-#: The folder, under the working directory, that research records go to unless
-#: ``$SEER_OUTPUTS_DIR`` names another (one subfolder per sandbox).
-DEFAULT_OUTPUTS_DIR = "seer-outputs"
+__all__ = ["RepoHandle", "Sandbox"]
 
 
 @dataclass(frozen=True)
@@ -65,13 +64,15 @@ class RepoHandle:
 
 
 def _records() -> Path:
-    return seer_home() / "sandboxes"
+    return records_dir()
 
 
 class Sandbox:
     """A sandbox on a provider. ``Sandbox(config).start()`` returns the started sandbox."""
 
-    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | None = None):
+    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | bool | None = None):
+        """``progress``: where setup and teardown say what they do (stderr by default; ``False``
+        silences it, as ``$SEER_QUIET=1`` does; a :class:`~seer.progress.Progress` of your own)."""
         self.config = config if config is not None else SandboxConfig()
         self._machine: Machine | None = None
         self._provider_name = self.config.provider_name
@@ -80,11 +81,17 @@ class Sandbox:
         self._services: dict[str, Any] = {}
         #: variables core sets for everything run in the sandbox after provisioning (model paths, ...)
         self._env: dict[str, str] = {}
-        self._progress = progress
+        self._progress = progress if isinstance(progress, Progress) else Progress(enabled=progress)
+        self._outputs_dir: Path | None = None
+        self._created_at: float | None = None
 
     # --- lifecycle ------------------------------------------------------------------------
-    def start(self, name: str | None = None) -> Sandbox:
+    def start(self, name: str | None = None, *, quiet: bool = False) -> Sandbox:
         """Provision the machine and bootstrap it. Returns self.
+
+        Each step (provisioning, packages, models, ...) and its download progress is reported on
+        stderr; ``quiet=True`` keeps this start quiet (``Sandbox(config, progress=False)`` or
+        ``$SEER_QUIET=1``: everything the sandbox reports).
 
         Raises :class:`~seer.errors.ConfigError` before anything is made if the config cannot
         run on the chosen provider (or a secret is missing), and
@@ -96,10 +103,11 @@ class Sandbox:
             raise ConfigError("name: must not be empty")
         config = self.config
         secret_values = config.preflight()
+        prune_records()
         provider = plugins.get_provider(self._provider_name)
         mode_cls = plugins.get_execution_mode(config.execution_mode.value)
         self._name = name or getattr(config, "name", None) or "sandbox"
-        progress = self._progress or Progress()
+        progress = Progress(enabled=False) if quiet else self._progress
         spec = MachineSpec(
             name=self._name,
             timeout=config.timeout,
@@ -117,14 +125,13 @@ class Sandbox:
             options=provider.parse_options(config),
             snapshot=getattr(self, "_restore_from", None),
             repos=list(config.repos),
+            private_model_cache=any(m.hidden for m in config.models),
             progress=progress.update,
         )
         step = "provision"
         try:
             with progress.step(f"Provisioning a sandbox on {provider.name}"):
                 self._machine = provider.create(spec)
-            # The research record's folder, fixed now: `seer down` and MCP servers run elsewhere.
-            self._services["outputs_dir"] = str(default_outputs_dir(self._machine.id))
             plugins.hook().seer_sandbox_provisioned(sandbox=self)
             step = "packages"
             if config.python_packages and not self._machine.packages_installed:
@@ -150,6 +157,8 @@ class Sandbox:
                 mode_cls().prepare(self)
             step = "record"
             self._save_record()
+            # Until here, a starter that dies takes the half-made sandbox with it.
+            self._machine.start_completed()
         except BaseException as exc:
             sandbox_id = self._machine.id if self._machine else None
             self._abort(provider)
@@ -170,19 +179,48 @@ class Sandbox:
             (_records() / f"{machine_id}.json").unlink(missing_ok=True)
             self._machine = None
 
-    def terminate(self, save_snapshot: bool = False, snapshot_description: str = "") -> Snapshot | None:
+    def terminate(
+        self, save_snapshot: bool = False, snapshot_description: str = "", *, force: bool = False
+    ) -> Snapshot | None:
         """Tear the sandbox down. Idempotent. With ``save_snapshot=True``, snapshot it first
-        and return the :class:`Snapshot`."""
+        and return the :class:`Snapshot`.
+
+        Before anything is deleted, the sandbox's ``notebooks/`` and ``outputs/`` are copied to
+        :attr:`outputs_dir` on this machine (see :mod:`seer.outputs`), and one line on stderr says
+        where. If that copy fails, nothing is torn down and :class:`~seer.errors.SandboxError`
+        says why; ``force=True`` tears down anyway.
+        """
         if self._machine is None:
             return None
         snap = None
         if self._machine.status().alive:
             if save_snapshot:
                 snap = self.snapshot(snapshot_description)
+            self._keep_outputs(force)
             plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         plugins.get_provider(self._provider_name).terminate(self._machine.id)
+        end_record(self._machine.id, self._machine.status().value)
         return snap
+
+    def _keep_outputs(self, force: bool) -> None:
+        """Copy the notebooks and outputs to :attr:`outputs_dir`, or refuse to go on (unless
+        ``force``), so the agent's record is never deleted silently."""
+        dest = self.outputs_dir
+        try:
+            kept = copy_out(self.machine, dest)
+        except Exception as exc:
+            why = f"could not copy the notebooks and outputs of sandbox {self.sandbox_id} to {dest}: {exc}"
+            if not force:
+                raise SandboxError(
+                    f"{why}. Nothing was deleted: the sandbox is still running. Copy what you need "
+                    "(sandbox.download_dir / seer exec), then terminate(force=True) or "
+                    "`seer down --force` to delete it anyway"
+                ) from exc
+            self._progress.note(f"{why}; deleting it anyway (force)")
+            return
+        if kept.files:
+            self._progress.note(kept.summary(self.sandbox_id))
 
     def __enter__(self) -> Sandbox:
         if self._machine is None:
@@ -196,21 +234,34 @@ class Sandbox:
 
     @classmethod
     def attach(cls, sandbox_id: str) -> Sandbox:
-        """A handle on a sandbox started earlier (by this or another process)."""
-        record_path = _records() / f"{sandbox_id}.json"
-        if record_path.is_file():
-            record = read_json(record_path)
-            config = SandboxConfig.model_validate(record["config"])
+        """A handle on a sandbox started earlier (by this or another process).
+
+        Raises :class:`~seer.errors.InvalidSandboxIdError` for an id of no installed provider's
+        format (before looking at anything), :class:`~seer.errors.SandboxNotFoundError` for an
+        id no provider knows.
+        """
+        candidates = sandbox_id_providers(sandbox_id)
+        record = None
+        with contextlib.suppress(OSError, ValueError):
+            record = read_json(record_path(sandbox_id))
+        # A record is a file: trust it only to name one of the providers the id can belong to.
+        if isinstance(record, dict) and record.get("provider") in candidates:
+            config = (
+                SandboxConfig.model_validate(record["config"])
+                if "config" in record
+                else SandboxConfig(provider=record["provider"])  # an ended sandbox's record
+            )
             sandbox = cls(config)
             sandbox._provider_name = record["provider"]
-            sandbox._name = record["name"]
+            sandbox._name = record.get("name")
             sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
             sandbox._services = record.get("services", {})
             sandbox._env = record.get("env", {})
+            sandbox._outputs_dir = Path(record["outputs_dir"]) if record.get("outputs_dir") else None
             sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
             return sandbox
         for name, reg in plugins.providers().items():
-            if not reg.cls.availability().usable:  # type: ignore[attr-defined]
+            if name not in candidates or not reg.cls.availability().usable:  # type: ignore[attr-defined]
                 continue
             provider = plugins.get_provider(name)
             try:
@@ -239,19 +290,23 @@ class Sandbox:
         return sandbox.start(name=name)
 
     def _save_record(self) -> None:
+        created = self._created_at = self._created_at or time.time()
         write_json(
-            _records() / f"{self.machine.id}.json",
+            record_path(self.machine.id),
             {
                 "id": self.machine.id,
                 "provider": self._provider_name,
                 "name": self._name,
-                "created_at": time.time(),
+                "created_at": created,
+                # no sandbox outlives this: its record expires from here at the latest
+                "expires_at": created + self.config.timeout,
                 "config": self.config.model_dump(
                     mode="json", exclude={"name"} & set(type(self.config).model_fields)
                 ),
                 "repos": [asdict(r) for r in self._repos],
                 "services": self._services,
                 "env": self._env,
+                "outputs_dir": str(self.outputs_dir),
             },
         )
 
@@ -294,18 +349,18 @@ class Sandbox:
         return self.machine.status()
 
     @property
+    def outputs_dir(self) -> Path:
+        """The folder on this machine that keeps the sandbox's notebooks and outputs (absolute):
+        ``$SEER_OUTPUTS_DIR/<sandbox_id>/`` or ``./seer-outputs/<sandbox_id>/`` as it was when the
+        sandbox started (stored in its record, so every process uses the same one)."""
+        if self._outputs_dir is None:
+            self._outputs_dir = client_outputs_dir(self.sandbox_id)
+        return self._outputs_dir
+
+    @property
     def workdir(self) -> str:
         """The working directory in the sandbox; relative paths are taken from here."""
         return self.machine.workdir
-
-    @property
-    def outputs_dir(self) -> Path:
-        """The folder on this machine for the sandbox's research record (notebooks as
-        ``<name>.ipynb``, other outputs under ``outputs/``): ``$SEER_OUTPUTS_DIR/<sandbox_id>/``,
-        else ``./seer-outputs/<sandbox_id>/``, made absolute when the sandbox started and kept in
-        its record, so every process (``seer down``, an MCP server) finds the same one."""
-        recorded = self._services.get("outputs_dir")
-        return Path(recorded) if recorded else default_outputs_dir(self.sandbox_id)
 
     @property
     def repo_handles(self) -> list[RepoHandle]:
@@ -426,19 +481,20 @@ class Sandbox:
         )
 
     def _clone(self, repo: Any) -> RepoHandle:
+        # "--" ends git's options: a URL or ref is never read as one, whatever the config let by.
         dest = self.machine.resolve(repo.dir_name)
         url = repo.clone_url
         if url.startswith("/") or url.startswith("file://"):
             # The machine may not see the client's disk: clone here, copy the clone in.
             with tempfile.TemporaryDirectory(prefix="seer-clone-") as tmp:
-                _git(["clone", "--quiet", url, tmp + "/r"])
+                _git(["clone", "--quiet", "--", url, tmp + "/r"])
                 if repo.ref:
-                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref])
+                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref, "--"])
                 self.machine.put_dir(tmp + "/r", dest)
         else:
-            self.exec(["git", "clone", "--quiet", url, dest], check=True)
+            self.exec(["git", "clone", "--quiet", "--", url, dest], check=True)
             if repo.ref:
-                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref], check=True)
+                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref, "--"], check=True)
         commit = self.exec(["git", "-C", dest, "rev-parse", "HEAD"], check=True).stdout.strip()
         if repo.install is True:
             self.exec([self.machine.python, "-m", "pip", "install", "-e", dest], check=True)
@@ -449,13 +505,6 @@ class Sandbox:
     def __repr__(self) -> str:
         state = f"{self._machine.id}" if self._machine else "not started"
         return f"<Sandbox {state} on {self._provider_name}>"
-
-
-def default_outputs_dir(sandbox_id: str) -> Path:
-    """Where a sandbox started now keeps its research record on this machine (absolute):
-    ``$SEER_OUTPUTS_DIR/<sandbox_id>/``, else ``./seer-outputs/<sandbox_id>/``."""
-    base = os.environ.get("SEER_OUTPUTS_DIR") or DEFAULT_OUTPUTS_DIR
-    return (Path(base).expanduser() / sandbox_id).absolute()
 
 
 def _with_required(packages: list[str], required: list[str]) -> list[str]:

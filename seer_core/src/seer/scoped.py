@@ -28,6 +28,7 @@ installed under ``<workdir>/.seer/workspace`` and its libraries are importable b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import keyword
 import os
@@ -37,6 +38,7 @@ import secrets
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
+from seer.models import model_lookup_env
 from seer.progress import Progress
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
@@ -144,7 +147,7 @@ class ScopedSandbox(Sandbox):
     def serve(
         self,
         file_path: str | os.PathLike[str],
-        expose_as: str | None = "library",
+        expose_as: str | Sequence[str] | None = "library",
         name: str | None = None,
         *,
         start_timeout: float = 900.0,
@@ -153,13 +156,17 @@ class ScopedSandbox(Sandbox):
     ) -> Any:
         """Serve the ``@expose`` functions of the interface file ``file_path`` and return what
         the expose mode ``expose_as`` makes of them (``expose_as=None``: the
-        :class:`~seer.rpc.ServedInterface` itself).
+        :class:`~seer.rpc.ServedInterface` itself). A list of modes (``["library", "mcp"]``)
+        returns ``{mode: what it makes}``: every exposure of one serve shares its server and
+        token, so all are valid together (``ServedInterface.expose(mode)`` adds one later).
 
         The file is checked here first (syntax, at least one exposed function, no ``*args`` /
         ``**kwargs``): a bad file raises :class:`~seer.errors.InterfaceError` naming file and
-        line before anything is uploaded. ``name`` (default: the file's stem) names the
-        interface; serving a name again (after an edit) stops its server first and starts a new
-        one with a new token, so no client keeps talking to the old code.
+        line before anything is uploaded, and so does a name that would shadow a module
+        installed in the sandbox. ``name`` (default: the file's stem) names the interface;
+        serving a name again (after an edit) stops its server first and starts a new one with a
+        new token, so no client keeps talking to the old code: every handle made from the
+        earlier serve ends (a warning says so; the old handles' calls are refused).
 
         ``start_timeout`` bounds the wait for the file's module code (model loading) to finish;
         ``call_timeout`` caps every call's run time on the server (clients ask for their own,
@@ -173,7 +180,7 @@ class ScopedSandbox(Sandbox):
             raise InterfaceError([ConfigProblem("file_path", f"{str(local)!r} {what}")])
         source = local.read_bytes()
         info = inspect_interface(source, str(local))
-        mode_cls = plugins.get_expose_mode(expose_as) if expose_as is not None else None
+        modes = _expose_modes(expose_as)
         iface = _interface_name(name, local)
         problems = []
         if not (isinstance(start_timeout, int | float) and start_timeout > 0):
@@ -195,6 +202,14 @@ class ScopedSandbox(Sandbox):
                 f"name: {iface!r} is the name of a module uploaded beside the interfaces "
                 f"({iface}.py); serve the interface under another name"
             )
+        self._check_unshadowed(iface)
+        if iface in self._services.get("rpc", {}):
+            warnings.warn(
+                f"interface {iface!r} is served again: the handles made from its earlier serve() "
+                "(library, MCP config, prompt, skill, clients) end now, their token refused; use "
+                "what this serve() returns",
+                stacklevel=2,
+            )
         progress = self._progress or Progress()
         try:
             with progress.step(f"Serving {local.name} as {iface!r}"):
@@ -209,9 +224,33 @@ class ScopedSandbox(Sandbox):
             raise
         record = {**served.to_dict(), "port": port}
         self._set_service("rpc", {**self._services.get("rpc", {}), iface: record})
-        if mode_cls is None:
+        if expose_as is None:
             return served
-        return mode_cls().expose(served)
+        if isinstance(expose_as, str):
+            return served.expose(expose_as)
+        return {mode: served.expose(mode) for mode in modes}
+
+    def _check_unshadowed(self, name: str) -> None:
+        """Refuse an interface name that is also a module importable in the sandbox (``numpy``):
+        the served ``<name>.py`` sits first on every interface's path and would replace it."""
+        libs = self._services.get("rpc_workspace", {}).get("libs_dir")
+        result = self.machine.exec(
+            [self.machine.python, "-P", "-c", _FIND_MODULE, name, *([libs] if libs else [])], timeout=120
+        )
+        if not result.ok:
+            raise SandboxError(
+                f"cannot check the interface name {name!r} in the sandbox: {result.output.strip()[-500:]}"
+            )
+        origin = result.stdout.strip()
+        if origin:
+            raise ConfigError(
+                [
+                    ConfigProblem(
+                        "name", f"{name!r} would shadow the module {name!r} in the sandbox ({origin})"
+                    )
+                ],
+                title="Invalid interface name",
+            )
 
     def _launch(
         self,
@@ -231,9 +270,9 @@ class ScopedSandbox(Sandbox):
         # one and is refused for its old token instead of finding nothing (or someone else).
         old = self._services.get("rpc", {}).get(name)
         port = int(old.get("port", 0)) if old else 0
+        token_file = machine.resolve(posixpath.join(RPC_STATE_DIR, f"{name}.token"))
         if machine.process_running(proc):
             machine.stop_process(proc)
-        self.write_file(remote_file, source)
         token = secrets.token_urlsafe(32)
         launch = secrets.token_hex(8)
         argv = [
@@ -244,6 +283,8 @@ class ScopedSandbox(Sandbox):
             remote_file,
             "--name",
             name,
+            "--token-file",
+            token_file,
             "--state",
             state_file,
             "--launch",
@@ -258,15 +299,24 @@ class ScopedSandbox(Sandbox):
             argv += ["--call-timeout", f"{float(call_timeout):g}"]
         if max_request_bytes is not None:
             argv += ["--max-request-bytes", str(max_request_bytes)]
-        self.start_process(
-            argv, name=proc, env={"SEER_RPC_TOKEN": token, "PYTHONUNBUFFERED": "1"}, cwd=self.interfaces_dir
-        )
         try:
+            self.write_file(remote_file, source)
+            # The token goes through a file private to the user that the server deletes once
+            # read: in its environment, /proc/<pid>/environ would show it as long as it runs.
+            machine.write_bytes(token_file, token.encode(), mode=0o600)
+            # The interface is the user's code: it may find a hidden model by its name (the models
+            # key); the agent reaches it only through the functions it exposes.
+            env = {"PYTHONUNBUFFERED": "1", **model_lookup_env(self)}
+            self.start_process(argv, name=proc, env=env, cwd=self.interfaces_dir)
             state = self._wait_ready(name, state_file, launch, start_timeout)
             url = machine.expose_port(int(state["port"]))
             functions = self._functions(name, url, token)
         except BaseException:
+            # Nothing of a failed serve stays: a <name>.py left in the interfaces folder would be
+            # imported by every later interface in place of the module of that name.
             machine.stop_process(proc)
+            with contextlib.suppress(SeerError, OSError):
+                machine.exec(["rm", "-f", remote_file, token_file], timeout=60)
             raise
         return ServedInterface(
             name=name,
@@ -388,6 +438,43 @@ class ScopedSandbox(Sandbox):
         state = f"{self._machine.id}" if self._machine else "not started"
         served = ", ".join(self._services.get("rpc", {}))
         return f"<ScopedSandbox {state} on {self._provider_name}{f' serving {served}' if served else ''}>"
+
+
+#: Prints where the module ``argv[1]`` would be imported from in the sandbox ('' if nowhere), the
+#: ``argv[2:]`` folders first on the path (run with ``-P``: the working directory is not on it).
+_FIND_MODULE = (
+    "import importlib.util, sys\n"
+    "sys.path[:0] = sys.argv[2:]\n"
+    "spec = importlib.util.find_spec(sys.argv[1])\n"
+    "print('' if spec is None else (spec.origin or 'a namespace package'))\n"
+)
+
+
+def _expose_modes(expose_as: Any) -> list[str]:
+    """The expose modes ``expose_as`` names (one, a list of several, or None for none), each
+    checked to be installed before anything is uploaded."""
+    if expose_as is None:
+        return []
+    modes = [expose_as] if isinstance(expose_as, str) else expose_as
+    if not isinstance(modes, list | tuple) or not modes or not all(isinstance(m, str) for m in modes):
+        raise ConfigError(
+            [
+                ConfigProblem(
+                    "expose_as",
+                    f"expected a mode name, a non-empty list of them, or None; got {expose_as!r}",
+                )
+            ],
+            title="Invalid serve() arguments",
+        )
+    twice = sorted({m for m in modes if modes.count(m) > 1})
+    if twice:
+        raise ConfigError(
+            [ConfigProblem("expose_as", f"{', '.join(map(repr, twice))} given twice")],
+            title="Invalid serve() arguments",
+        )
+    for mode in modes:
+        plugins.get_expose_mode(mode)
+    return list(modes)
 
 
 def _interface_name(name: str | None, local: Path) -> str:

@@ -1,32 +1,57 @@
 """Where seer keeps what must outlive a client process: sandbox records, envs, snapshots.
 
 The root is ``$SEER_HOME``, else ``$XDG_STATE_HOME/seer``, else ``~/.local/state/seer``.
+
+Records hold tokens (Jupyter, RPC) and configs (hidden model names), so they are private to the
+user: the home and the folders holding records are mode 0700, every file :func:`write_json`
+writes is 0600. A sandbox's client record (``sandboxes/<id>.json``) loses its tokens and config
+as soon as the sandbox is known to have ended, and is deleted :data:`RECORD_TTL` after that, as
+the providers' own ledgers are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+#: How long an ended sandbox's records are kept (for ``seer ls --all``, ``seer logs``), counted
+#: from when it ended; the local and docker providers' ledgers follow the same rule.
+RECORD_TTL = 24 * 3600
+#: What a client record keeps once its sandbox has ended: what ``seer ls --all`` / ``seer down``
+#: and the research record need, nothing that opens a service or names a hidden model.
+_SECRET_KEYS = ("config", "services", "env")
+
+
+def private_dir(path: Path, *, exist_ok: bool = True) -> Path:
+    """Make ``path`` (and its parents) if missing, and make sure it is mode 0700."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=exist_ok)
+    with contextlib.suppress(OSError):
+        if stat.S_IMODE(path.stat().st_mode) != 0o700:
+            path.chmod(0o700)
+    return path
+
 
 def seer_home() -> Path:
-    """The state directory (created on first use)."""
+    """The state directory (created on first use, private to the user)."""
     raw = os.environ.get("SEER_HOME")
     if raw:
         home = Path(raw).expanduser()
     else:
         xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
         home = Path(xdg) / "seer"
-    home.mkdir(parents=True, exist_ok=True)
-    return home
+    return private_dir(home)
 
 
-def write_json(path: Path, data: Any, *, mode: int = 0o644) -> None:
-    """Write JSON atomically (temp file + rename), so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_json(path: Path, data: Any, *, mode: int = 0o600) -> None:
+    """Write JSON atomically (temp file + rename), so readers never see half a file. The file is
+    private (0600) unless ``mode`` says otherwise; a missing folder is made private (0700)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as fh:
@@ -42,3 +67,61 @@ def read_json(path: Path) -> Any:
     """Read a JSON file written by :func:`write_json`."""
     with open(path) as fh:
         return json.load(fh)
+
+
+def open_private(path: Path) -> Any:
+    """``path`` opened to append bytes, created 0600 (a log may hold a URL with its token)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
+
+
+# --- client records ---------------------------------------------------------------------------
+def records_dir() -> Path:
+    """``$SEER_HOME/sandboxes``: one record per sandbox a client started (see ``Sandbox``)."""
+    return private_dir(seer_home() / "sandboxes")
+
+
+def record_path(sandbox_id: str) -> Path:
+    """The client record of ``sandbox_id``, which the caller has checked (:mod:`seer.ids`)."""
+    return records_dir() / f"{sandbox_id}.json"
+
+
+def end_record(sandbox_id: str, status: str, *, now: float | None = None) -> None:
+    """Mark the record of a sandbox that ended: drop its tokens, config and environment at once,
+    and note when it ended (it expires :data:`RECORD_TTL` later). Missing records are fine."""
+    path = record_path(sandbox_id)
+    try:
+        record = read_json(path)
+    except (OSError, ValueError):
+        return
+    if not isinstance(record, dict):
+        return
+    ended = {k: v for k, v in record.items() if k not in _SECRET_KEYS}
+    ended.setdefault("ended_at", time.time() if now is None else now)
+    ended["status"] = status
+    if ended != record:
+        write_json(path, ended)
+
+
+def prune_records(*, now: float | None = None) -> None:
+    """Expire client records: an ended sandbox's (``ended_at``) or one past its deadline
+    (``expires_at``: no sandbox outlives its timeout) loses its tokens, and is deleted once
+    :data:`RECORD_TTL` has passed since. Records from older versions are made private."""
+    now = time.time() if now is None else now
+    for path in records_dir().glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            if stat.S_IMODE(path.stat().st_mode) & 0o077:
+                path.chmod(0o600)
+            record = read_json(path)
+            ended = record.get("ended_at")
+            ended = float(ended) if ended is not None else None
+            deadline = record.get("expires_at")
+            if deadline is None and "created_at" in record:  # a record from an older version
+                deadline = float(record["created_at"]) + float(record["config"]["timeout"])
+            deadline = float(deadline) if deadline is not None else None
+            over = ended if ended is not None else deadline
+            if over is None or now < over:
+                continue
+            if now - over > RECORD_TTL:
+                path.unlink(missing_ok=True)
+            elif ended is None or any(k in record for k in _SECRET_KEYS):
+                end_record(path.stem, record.get("status") or "expired", now=over)

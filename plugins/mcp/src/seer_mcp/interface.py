@@ -9,11 +9,13 @@ as MCP tools (stdio).
 One tool per exposed function: its name, the function's docstring and signature as description,
 and the JSON Schema read from its type hints (:attr:`seer.rpc.FunctionSpec.input_schema`) as
 input schema. A call runs the function in the sandbox over RPC (progress notifications every
-second while it runs). Results come back as text: strings as they are, other values as JSON;
-tensors and arrays, wherever they sit in the result, as a summary (shape, dtype, min, max,
-mean, std, a preview) plus, for small ones (up to :data:`MAX_DATA_ELEMENTS` elements), the data
-as JSON lists. The same JSON is the result's ``structuredContent`` (``{"result": ...}``). A
-function that raised comes back as an error result with the remote traceback.
+second while it runs). Results come back as text: strings as they are, other values as compact
+JSON (a list of numbers on one line); tensors and arrays, wherever they sit in the result, as a
+summary (shape, dtype, min, max, mean, std, a preview) plus, for small ones (up to
+:data:`MAX_DATA_ELEMENTS` elements), the data as JSON lists. The same JSON is the result's
+``structuredContent`` (``{"result": ...}``) when it fits in :data:`MAX_TEXT` characters; text
+longer than that is clipped with a note, as the notebook tools clip. A function that raised
+comes back as an error result with the remote traceback.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from seer.errors import (
 )
 from seer.rpc import FunctionSpec, RpcClient
 
-__all__ = ["MAX_DATA_ELEMENTS", "InterfaceTools", "main", "render", "summarize_array"]
+__all__ = ["MAX_DATA_ELEMENTS", "MAX_TEXT", "InterfaceTools", "main", "render", "summarize_array"]
 
 #: Arrays with at most this many elements come back whole (as JSON lists) beside their summary.
 MAX_DATA_ELEMENTS = 1000
@@ -185,30 +187,61 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
 
 
 def _clip(text: str) -> str:
+    """``text``, or its start and end around a note saying how much was cut (as the notebook
+    tools clip), when it is longer than :data:`MAX_TEXT`."""
     if len(text) <= MAX_TEXT:
         return text
     half = MAX_TEXT // 2
-    return f"{text[:half]}\n\n... [{len(text) - 2 * half} characters cut] ...\n\n{text[-half:]}"
+    cut = len(text) - 2 * half
+    return (
+        f"{text[:half]}\n\n... [{cut} of {len(text)} characters cut: return less (a slice, a summary) "
+        f"to see it whole] ...\n\n{text[-half:]}"
+    )
+
+
+#: A JSON value whose one-line form is at most this long is written on one line.
+LINE = 100
+
+
+def _dumps(data: Any, indent: str = "") -> str:
+    """JSON that reads well and stays short: a value that fits on a line is written on one
+    (a list of numbers is never one number per line); a longer object gets a line per key and
+    a longer list of objects or lists a line per item."""
+    line = json.dumps(data, ensure_ascii=False)
+    if len(line) <= LINE or not data or not isinstance(data, dict | list):
+        return line
+    inner = indent + "  "
+    if isinstance(data, dict):
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dumps(v, inner)}" for k, v in data.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if not any(isinstance(v, dict | list) for v in data):
+        return line  # numbers and strings: one line, however long (clipped like any text)
+    return "[\n" + ",\n".join(f"{inner}{_dumps(v, inner)}" for v in data) + f"\n{indent}]"
 
 
 def render(value: Any) -> types.CallToolResult:
-    """A function's result as MCP content: readable text first, the data as JSON."""
+    """A function's result as MCP content: readable text first, the data as JSON.
+
+    Text past :data:`MAX_TEXT` characters is clipped with a note; ``structuredContent``
+    (``{"result": ...}``) comes only with a result whose JSON fits in that size too, so no
+    client is handed a huge answer whole."""
     data = _jsonable(value)
-    structured = {"result": data}
+    structured: dict[str, Any] | None = {"result": data}
     if _is_array(value):
         blocks = [types.TextContent(type="text", text=_clip(_summary_text(data)))]
         if "data" in data:
             blocks.append(types.TextContent(type="text", text=_clip(json.dumps(data["data"]))))
-        return types.CallToolResult(content=blocks, structured_content=structured)
-    if isinstance(value, str):
-        text = value
-    elif value is None:
-        text = "None"
     else:
-        text = json.dumps(data, indent=1, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=_clip(text))], structured_content=structured
-    )
+        if isinstance(value, str):
+            text = value
+        elif value is None:
+            text = "None"
+        else:
+            text = _dumps(data)
+        blocks = [types.TextContent(type="text", text=_clip(text))]
+    if len(json.dumps(structured, ensure_ascii=False)) > MAX_TEXT:
+        structured = None
+    return types.CallToolResult(content=blocks, structured_content=structured)
 
 
 def _error(text: str) -> types.CallToolResult:

@@ -63,6 +63,8 @@ from seer.errors import (
 )
 from seer.notebook import NO_MODELS_TEXT, CellResult, JupyterClient, NotebookSession, strip_ansi
 
+from seer_mcp._progress import with_progress
+
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
 
@@ -341,28 +343,6 @@ def _describe(entry: _Entry) -> dict[str, Any]:
     }
 
 
-def _rerun_in_place(session: NotebookSession, index: int, code: str, timeout: float | None) -> CellResult:
-    """Run ``code`` and put the recorded cell at ``index`` in place of the cell there.
-
-    NotebookSession records a cell at the end of the notebook; this moves it, keeping the replaced
-    cell's id, under the session's lock so that nothing lands in between.
-    """
-    with session._lock:
-        original = session.cells[index]
-        before = len(session.cells)
-        try:
-            return session.exec(code, timeout=timeout)
-        finally:
-            if len(session.cells) > before:
-                cells = session.cells
-                new = cells.pop()
-                if original.get("id"):
-                    new["id"] = original["id"]
-                cells[index] = new
-                session._nb.invalidate()
-                session._save()
-
-
 def _run_cell(entry: _Entry, cell: _Cell, timeout: float | None) -> None:
     """(The cell's thread.) Run it; keep whatever it produced, or why it failed."""
     session = entry.session
@@ -372,7 +352,7 @@ def _run_cell(entry: _Entry, cell: _Cell, timeout: float | None) -> None:
             if cell.replace is None:
                 cell.result = session.exec(cell.code, timeout=timeout)
             else:
-                cell.result = _rerun_in_place(session, cell.replace, cell.code, timeout)
+                cell.result = session.run_cell(cell.replace, source=cell.code, timeout=timeout)
         finally:
             if cell.replace is not None:
                 cell.index = cell.replace
@@ -425,9 +405,9 @@ def _output_tail(outputs: Sequence[dict[str, Any]]) -> str:
     return kept[-PROGRESS_CHARS:]
 
 
-def _progress_message(cell: _Cell, session: NotebookSession) -> str:
+def _progress_message(cell: _Cell, session: NotebookSession | None) -> str:
     message = f"cell running for {cell.elapsed:.0f}s"
-    tail = _output_tail(session.partial_outputs())
+    tail = _output_tail(session.partial_outputs()) if session is not None else ""
     return f"{message}; latest output:\n{tail}" if tail else message
 
 
@@ -635,6 +615,10 @@ class SessionRegistry:
             )
         raise ToolFailure(f"Unknown session_id {session_id!r}. {self.known()}")
 
+    def adopt(self, session: NotebookSession, origin: str = "created") -> _Entry:
+        """Drive ``session``, made elsewhere (e.g. by a tool of :mod:`seer_mcp.notebook_tools`)."""
+        return self._add(_Entry(session, origin))
+
     def _add(self, entry: _Entry) -> _Entry:
         self._place_copy(entry.session)
         entry.writer = _NotebookWriter(entry.session)
@@ -659,6 +643,10 @@ class SessionRegistry:
             (jupyter_url or "").strip(),
             (sandbox_id or "").strip(),
         )
+        if sandbox_id:  # an id is never a path: checked before anything looks it up
+            from seer.ids import sandbox_id_providers
+
+            sandbox_id_providers(sandbox_id)
         if session_id:
             with self._lock:
                 existing = self._entries.get(self._aliases.get(session_id, session_id))
@@ -759,7 +747,7 @@ class SessionRegistry:
         if sandbox is not None:
             folder = sandbox.outputs_dir
         else:
-            from seer.sandbox import DEFAULT_OUTPUTS_DIR
+            from seer.execution import DEFAULT_OUTPUTS_DIR
 
             parts = urllib.parse.urlsplit(session.client.url)
             server = re.sub(r"[^A-Za-z0-9_-]", "-", f"jupyter-{parts.hostname}-{parts.port or 80}")
@@ -864,10 +852,7 @@ class SessionRegistry:
             if entry.busy:
                 assert entry.cell is not None
                 raise ToolFailure(_busy(session.session_id, entry.cell))
-            with session._lock:
-                session.cells[index]["source"] = text
-                session._nb.invalidate()
-                session._save()
+            session.set_source(index, text)
 
     def shutdown(self, entry: _Entry) -> None:
         with self._lock:
@@ -1078,32 +1063,7 @@ async def _with_progress(fn: Callable[[], Any], ctx: Context | None, message: Ca
     """Run blocking ``fn`` in a worker thread; meanwhile send a progress notification every
     :data:`PROGRESS_INTERVAL` seconds (when the client asked for progress). A cancelled call
     abandons the thread, which runs on."""
-    if ctx is None:
-        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
-    started = time.monotonic()
-    outcome: list[tuple[bool, Any]] = []
-
-    def call() -> None:
-        try:
-            outcome.append((True, fn()))
-        except BaseException as exc:  # re-raised below, outside the task group
-            outcome.append((False, exc))
-
-    async def ticker() -> None:
-        while True:
-            await anyio.sleep(PROGRESS_INTERVAL)
-            elapsed = time.monotonic() - started
-            with contextlib.suppress(Exception):
-                await ctx.report_progress(elapsed, None, message(elapsed))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker)
-        await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        tg.cancel_scope.cancel()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
+    return await with_progress(fn, ctx, message, PROGRESS_INTERVAL)
 
 
 async def _in_thread(fn: Callable[[], Any], ctx: Context | None = None, what: str = "working") -> Any:
@@ -1111,7 +1071,9 @@ async def _in_thread(fn: Callable[[], Any], ctx: Context | None = None, what: st
     return await _with_progress(fn, ctx, lambda elapsed: f"{what} ({elapsed:.0f}s)")
 
 
-async def _follow(cell: _Cell, ctx: Context, limit: float | None, session: NotebookSession) -> bool:
+async def _follow(
+    cell: _Cell, ctx: Context, limit: float | None, session: NotebookSession | None = None
+) -> bool:
     """Wait (up to ``limit`` seconds) for ``cell``, sending a progress notification every
     :data:`PROGRESS_INTERVAL` seconds; True once it finished. A call cancelled meanwhile (the client
     gave up) leaves the cell running, marked detached."""
@@ -1179,10 +1141,14 @@ def _check_timeout(value: float | None) -> float | None:
 
 
 SessionId = Annotated[
+    str, Field(description="The session's id (from attach_to_session or start_new_session).")
+]
+#: A session id a tool lets the agent leave out.
+OptionalSessionId = Annotated[
     str,
     Field(
-        description="The session's id (from attach_to_session or start_new_session). Optional when this "
-        "server has exactly one session (or a default one, from its configuration)."
+        description="The session's id (from attach_to_session or start_new_session). Leave it out when "
+        "this server has exactly one session (or a default one, from its configuration)."
     ),
 ]
 
@@ -1278,7 +1244,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
     async def execute_code(
         ctx: Context,
         code: Annotated[str, Field(description="Python code to run as one notebook cell.")],
-        session_id: SessionId = "",
+        session_id: OptionalSessionId = "",
         timeout_seconds: Annotated[
             float | None,
             Field(description="Interrupt the cell after this many seconds (> 0; default: no limit)."),
@@ -1300,7 +1266,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
     @_tool
     async def add_markdown(
         markdown: Annotated[str, Field(description="Markdown text for a new notebook cell.")],
-        session_id: SessionId = "",
+        session_id: OptionalSessionId = "",
     ) -> types.CallToolResult:
         """Append a markdown cell to the session's notebook: document hypotheses, methods and findings
         as you go."""
@@ -1314,7 +1280,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
         ctx: Context,
         cell_index: Annotated[int, Field(description="Index of the notebook cell to replace (0-based).")],
         code: Annotated[str, Field(description="The cell's new code (or text, for a markdown cell).")],
-        session_id: SessionId = "",
+        session_id: OptionalSessionId = "",
         timeout_seconds: Annotated[
             float | None,
             Field(description="Interrupt the cell after this many seconds (> 0; default: no limit)."),
@@ -1338,7 +1304,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
     @_tool
     async def get_cell_result(
         ctx: Context,
-        session_id: SessionId = "",
+        session_id: OptionalSessionId = "",
         cell_index: Annotated[
             int | None,
             Field(
@@ -1404,7 +1370,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
 
     @server.tool(structured_output=False)
     @_tool
-    async def interrupt_session(session_id: SessionId = "") -> types.CallToolResult:
+    async def interrupt_session(session_id: OptionalSessionId = "") -> types.CallToolResult:
         """Interrupt the cell running in the session (it ends with KeyboardInterrupt); the kernel and
         its variables stay. Use it on a cell that runs too long."""
         entry = await entry_for(session_id)
@@ -1428,7 +1394,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
 
     @server.tool(structured_output=False)
     @_tool
-    async def restart_session(ctx: Context, session_id: SessionId = "") -> types.CallToolResult:
+    async def restart_session(ctx: Context, session_id: OptionalSessionId = "") -> types.CallToolResult:
         """Restart the session's kernel: after it died, or to start afresh. Its variables are lost; the
         sandbox's models are loaded again and the notebook so far is kept. If the sandbox's Jupyter
         server died, it is started again first."""
@@ -1447,7 +1413,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
 
     @server.tool(structured_output=False)
     @_tool
-    async def shutdown_session(session_id: SessionId = "") -> types.CallToolResult:
+    async def shutdown_session(session_id: OptionalSessionId = "") -> types.CallToolResult:
         """End the session: its kernel is shut down (a local session's sandbox too). The notebook
         stays. Other sessions on the same sandbox are not affected."""
         entry = await entry_for(session_id)
@@ -1458,6 +1424,9 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
             f"Shut down session {session.session_id}{extra}; its notebook {session.notebook_path} stays."
         )
 
+    from seer_mcp import notebook_tools  # its tools build on this module's
+
+    notebook_tools.register(server, reg)
     return server, reg
 
 
@@ -1505,4 +1474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as seer_mcp.notebook, not as a second copy named __main__: notebook_tools imports it.
+    from seer_mcp.notebook import main as _main
+
+    _main()

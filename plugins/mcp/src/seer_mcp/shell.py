@@ -15,6 +15,12 @@ Every command is a fresh ``bash -c``. Output is cut at :data:`MAX_OUTPUT` charac
 saying how much was cut and how to read all of it; a command is killed after
 :data:`DEFAULT_TIMEOUT` seconds unless the call gives another ``timeout``. A bad call (an unknown
 sandbox, a missing file, a timeout) answers with an error text; the server keeps running.
+
+While a command runs, ``run_command`` sends a progress notification every
+:data:`PROGRESS_INTERVAL` seconds (when the client asked for progress, by sending a progress
+token) carrying how long it has run and its latest :data:`PROGRESS_LINES` lines of output, so a
+long build or training run is visibly alive and a client whose timeout resets on progress waits
+for it. ``SEER_MCP_PROGRESS_INTERVAL`` sets the interval (default 1 s).
 """
 
 from __future__ import annotations
@@ -22,17 +28,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
+from collections import deque
 from collections.abc import Sequence
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 from seer.cli_session import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession
 from seer.errors import ExecTimeoutError, SandboxNotFoundError, SeerError
-from seer.providers.base import ExecResult
+from seer.providers.base import ExecResult, OutputCallback
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_OUTPUT", "TOOLS", "ShellTools", "build_server", "main"]
+from seer_mcp._progress import with_progress
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_OUTPUT",
+    "PROGRESS_INTERVAL",
+    "PROGRESS_LINES",
+    "TOOLS",
+    "OutputTail",
+    "ShellTools",
+    "build_server",
+    "main",
+]
 
 #: The most characters a tool answers with; the rest is cut (and the answer says so).
 MAX_OUTPUT = 50_000
@@ -40,6 +60,12 @@ MAX_OUTPUT = 50_000
 DEFAULT_TIMEOUT = 600.0
 #: The tools the server offers.
 TOOLS = ("run_command", "read_file", "write_file", "list_dir")
+#: Seconds between progress notifications while a command runs.
+PROGRESS_INTERVAL = float(os.environ.get("SEER_MCP_PROGRESS_INTERVAL") or 1.0)
+#: How many of a running command's latest output lines a progress notification carries.
+PROGRESS_LINES = 10
+#: The most characters of one output line a progress notification carries.
+_PROGRESS_LINE_CHARS = 500
 
 #: Reads a range of lines of a file inside the sandbox, so a huge file never crosses whole.
 _READ_LINES = """\
@@ -106,6 +132,39 @@ def _with_note(text: str, note: str) -> str:
     return f"{text}{'' if not text or text.endswith(chr(10)) else chr(10)}[{note}]"
 
 
+class OutputTail:
+    """The latest lines a running command wrote (stdout and stderr, as they came), for progress
+    notifications: fed from the exec's output callback (a worker thread), read by the server."""
+
+    def __init__(self, lines: int = PROGRESS_LINES):
+        self._lock = threading.Lock()
+        self._lines: deque[str] = deque(maxlen=lines)
+        self._partial = ""
+
+    def feed(self, _stream: str, text: str) -> None:
+        """An :data:`~seer.providers.base.OutputCallback`: take a chunk of output."""
+        with self._lock:
+            *done, self._partial = (self._partial + text).replace("\r\n", "\n").split("\n")
+            # a progress bar redraws its line with \r: keep what it shows last
+            self._lines.extend(line.rsplit("\r", 1)[-1][:_PROGRESS_LINE_CHARS] for line in done)
+            self._partial = self._partial[-_PROGRESS_LINE_CHARS * 4 :]
+
+    def text(self) -> str:
+        """The latest lines, the unfinished last one included."""
+        with self._lock:
+            lines = list(self._lines)
+            partial = self._partial.rsplit("\r", 1)[-1][:_PROGRESS_LINE_CHARS]
+        if partial:
+            lines = [*lines, partial][-(self._lines.maxlen or 1) :]
+        return "\n".join(lines)
+
+    def message(self, elapsed: float) -> str:
+        """A progress message: how long the command has run, then its latest output."""
+        tail = self.text()
+        head = f"running for {elapsed:.0f}s"
+        return f"{head}; latest output:\n{tail}" if tail else f"{head}; no output yet"
+
+
 class ShellTools:
     """The tools' logic, on the default sandbox (and session) or the one a call names."""
 
@@ -131,7 +190,14 @@ class ShellTools:
         except SeerError as exc:
             raise ToolError(f"cannot use sandbox {target!r}: {exc}") from None
 
-    def run_command(self, command: str, timeout: float | None = None, sandbox_id: str | None = None) -> str:
+    def run_command(
+        self,
+        command: str,
+        timeout: float | None = None,
+        sandbox_id: str | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> str:
+        """Run ``command``; ``on_output`` gets its output as it comes (for progress)."""
         if not command.strip():
             raise ToolError("command is empty")
         if timeout is not None and timeout <= 0:
@@ -139,7 +205,7 @@ class ShellTools:
         limit = DEFAULT_TIMEOUT if timeout is None else timeout
         session = self.session(sandbox_id)
         try:
-            result = session.run(command, timeout=limit)
+            result = session.run(command, timeout=limit, on_output=on_output)
         except ExecTimeoutError as exc:
             raise ToolError(
                 _with_note(
@@ -246,7 +312,8 @@ def build_server(sandbox_id: str | None = None, session_id: str | None = None) -
     server = MCPServer(name="seer-shell", instructions=_instructions(tools), log_level="WARNING")
 
     @server.tool(structured_output=False)
-    def run_command(
+    async def run_command(
+        ctx: Context,
         command: Annotated[str, Field(description="A bash command line (pipes, &&, redirects work).")],
         timeout: Annotated[
             float | None,
@@ -258,9 +325,16 @@ def build_server(sandbox_id: str | None = None, session_id: str | None = None) -
 
         Each call is a fresh `bash -c` in the session's working directory: `cd` and `export` do not
         carry over to the next call (chain them with &&); files and background processes do.
-        Output over the size limit is cut, with a note saying how to see all of it.
+        Output over the size limit is cut, with a note saying how to see all of it. While it runs,
+        progress notifications carry its latest output lines.
         """
-        return tools.run_command(command, timeout, sandbox_id)
+        tail = OutputTail()
+        return await with_progress(
+            lambda: tools.run_command(command, timeout, sandbox_id, on_output=tail.feed),
+            ctx,
+            tail.message,
+            PROGRESS_INTERVAL,
+        )
 
     @server.tool(structured_output=False)
     def read_file(

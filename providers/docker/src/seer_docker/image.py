@@ -172,9 +172,10 @@ def _clone(repo: RepoConfig, dest: Path) -> str:
             raise ImageBuildError(f"git {shlex.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout.strip()
 
-    git("clone", "--quiet", repo.clone_url, str(dest))
+    # "--" ends git's options: a URL or ref is never read as one, whatever the config let by.
+    git("clone", "--quiet", "--", repo.clone_url, str(dest))
     if repo.ref:
-        git("-C", str(dest), "checkout", "--quiet", repo.ref)
+        git("-C", str(dest), "checkout", "--quiet", repo.ref, "--")
     return git("-C", str(dest), "rev-parse", "HEAD")
 
 

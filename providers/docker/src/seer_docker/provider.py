@@ -9,7 +9,10 @@ container from it:
   container's labels hold all a client needs to find and use it again (name, deadline, workdir),
   so ``seer ls`` / ``seer down --all`` work from any process, even after the client crashed;
 * the Hugging Face hub cache is a named volume (or a host folder) mounted into every sandbox, so a
-  model downloads once per host;
+  model downloads once per host; except in a sandbox with hidden models, which gets no shared
+  cache at all (its models download into the container's own folder): the shared cache holds
+  models under their names, and its blobs are named by the hash of their content, so an agent
+  seeing it could identify the hidden model;
 * secrets go to a file on a tmpfs in the container and reach commands through the exec API, never
   through the container's configuration (which ``docker inspect`` and ``docker commit`` keep).
 
@@ -18,6 +21,10 @@ comes. A client-side deadline ends a command: every process carrying the command
 variable is killed, so ``timeout`` takes the whole tree. A small ledger in
 ``$SEER_HOME/docker/`` remembers sandboxes this client ended, to tell ``terminated`` from
 ``expired`` or ``lost`` once their container is gone.
+
+Until ``Sandbox.start`` has finished, the ledger also names the client starting the sandbox, and a
+small watcher on this host (:mod:`seer_docker._watch`) removes the container at once if that
+client dies first: a half-made sandbox is listed as ``starting``, never left running unseen.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from seer.errors import (
     SandboxNotFoundError,
     SandboxNotRunningError,
 )
+from seer.ids import check_sandbox_id
 from seer.providers.base import (
     Availability,
     Capabilities,
@@ -61,7 +69,8 @@ from seer.providers.base import (
     Snapshot,
     command_text,
 )
-from seer.state import read_json, seer_home, write_json
+from seer.providers.starter import starter_alive, starter_info
+from seer.state import RECORD_TTL, private_dir, read_json, seer_home, write_json
 
 from seer_docker import _shell
 from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
@@ -77,8 +86,6 @@ __all__ = ["DockerMachine", "DockerProvider"]
 SANDBOX_LABEL = "seer.sandbox"
 #: The variable marking every process of one exec, for killing its tree on timeout.
 EXEC_MARK = "SEER_EXEC_ID"
-#: How long ended sandboxes stay in the ledger (``seer ls --all``).
-RECORD_TTL = 24 * 3600
 #: Container states that count as a running sandbox.
 _ALIVE_STATES = ("running", "created", "restarting")
 #: Slack when deciding whether a vanished container had reached its deadline.
@@ -102,7 +109,7 @@ def docker_client() -> DockerClient:
 
 
 def _ledger_dir() -> Path:
-    return seer_home() / "docker" / "sandboxes"
+    return private_dir(seer_home() / "docker" / "sandboxes")
 
 
 def _ledger_read(sandbox_id: str) -> dict[str, Any] | None:
@@ -135,6 +142,33 @@ def _settle(sandbox_id: str, record: dict[str, Any] | None, expires_at: float | 
         record.update(status=status.value, ended_at=time.time())
         write_json(_ledger_dir() / f"{sandbox_id}.json", record)
     return status
+
+
+def _valid_id(sandbox_id: str) -> bool:
+    """Whether an id read from the engine or the disk has the docker provider's form."""
+    try:
+        check_sandbox_id(sandbox_id, DockerProvider)
+    except SandboxNotFoundError:
+        return False
+    return True
+
+
+def _watch_starter(sandbox_id: str) -> None:
+    """Start the watcher that ends the sandbox if this client dies before ``start()`` finishes
+    (:mod:`seer_docker._watch`); it outlives this process, in a session of its own."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "seer_docker._watch", sandbox_id],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
+    # reaped when it ends (soon after start() finishes), not left a zombie of this client
+    threading.Thread(target=proc.wait, name="seer-docker-watch-reaper", daemon=True).start()
 
 
 def _is_local_engine() -> bool:
@@ -501,11 +535,17 @@ class DockerMachine(Machine):
         expires_at = float(self._labels.get("seer.expires_at", "0")) or None
         return _settle(self.id, _ledger_read(self.id), expires_at)
 
+    def start_completed(self) -> None:
+        # The watcher sees the starter gone from the ledger and leaves the sandbox to its timeout.
+        if _ledger_read(self.id) is not None:
+            _ledger_update(self.id, starter=None)
+
 
 class DockerProvider(Provider):
     """Sandboxes as containers on a Docker engine (the local one, or ``DOCKER_HOST``)."""
 
     name: ClassVar[str] = "docker"
+    id_pattern: ClassVar[str] = r"docker-[0-9a-f]{10}"
     description: ClassVar[str] = "containers on a Docker engine: images built from the config and cached"
     capabilities: ClassVar[Capabilities] = Capabilities(
         gpu_types=frozenset(GPU_CATALOGUE),
@@ -515,6 +555,7 @@ class DockerProvider(Provider):
         port_exposure="loopback",
         max_lifetime=None,
         installs_system_packages=True,
+        hides_models=True,
     )
     options_model = DockerOptions
 
@@ -605,9 +646,16 @@ class DockerProvider(Provider):
         )
         return tag
 
-    def _model_mount(self, client: DockerClient, options: DockerOptions) -> dict[str, dict[str, str]]:
+    def _model_mount(
+        self, client: DockerClient, options: DockerOptions, spec: MachineSpec
+    ) -> dict[str, dict[str, str]]:
+        """The shared model cache's mount, or none when the sandbox must have a cache of its own
+        (``spec.private_model_cache``: it has hidden models): what is not mounted, the agent
+        cannot list, hash or link against."""
         from docker.errors import NotFound
 
+        if spec.private_model_cache:
+            return {}
         if options.model_cache != "volume":
             Path(options.model_cache).mkdir(parents=True, exist_ok=True)
             return {options.model_cache: {"bind": HF_MOUNT, "mode": "rw"}}
@@ -634,6 +682,7 @@ class DockerProvider(Provider):
             "seer.workdir": options.workdir,
             "seer.python": "/opt/seer/venv/bin/python",
             "seer.image": tag,
+            "seer.model_cache": "private" if spec.private_model_cache else "shared",
         }
         env = {**spec.env, "SEER_WORKDIR": options.workdir, "SEER_SANDBOX_ID": sandbox_id}
         _ledger_update(
@@ -644,7 +693,9 @@ class DockerProvider(Provider):
             expires_at=now + spec.timeout,
             labels=spec.labels,
             workdir=options.workdir,
+            starter=starter_info(),
         )
+        _watch_starter(sandbox_id)
         kwargs: dict[str, Any] = {}
         if spec.gpu is not None:
             kwargs["device_requests"] = [DeviceRequest(count=spec.gpu_count, capabilities=[["gpu"]])]
@@ -663,7 +714,7 @@ class DockerProvider(Provider):
             auto_remove=True,
             init=True,
             network_mode=options.network,
-            volumes=self._model_mount(client, options),
+            volumes=self._model_mount(client, options, spec),
             tmpfs={_shell.RUN_DIR: "mode=0700"},
             working_dir=options.workdir,
             **kwargs,
@@ -706,6 +757,7 @@ class DockerProvider(Provider):
         return found[0] if found else None
 
     def attach(self, machine_id: str) -> Machine:
+        check_sandbox_id(machine_id, DockerProvider)
         client = docker_client()
         container = self._find(client, machine_id)
         if container is not None:
@@ -727,9 +779,13 @@ class DockerProvider(Provider):
         for container in self._containers(client, SANDBOX_LABEL):
             labels = container["Labels"]
             sandbox_id = labels[SANDBOX_LABEL]
+            if not _valid_id(sandbox_id):
+                continue  # a container labelled by someone else: not a sandbox of ours
             expires_at = float(labels.get("seer.expires_at", "0")) or None
             if container["State"] in _ALIVE_STATES:
-                status = MachineStatus.RUNNING
+                record = _ledger_read(sandbox_id) or {}
+                starting = record.get("starter") and starter_alive(record["starter"])
+                status = MachineStatus.STARTING if starting else MachineStatus.RUNNING
             else:
                 status = _ended_status(_ledger_read(sandbox_id), expires_at)
             out[sandbox_id] = MachineInfo(
@@ -744,7 +800,7 @@ class DockerProvider(Provider):
         ledger = _ledger_dir()
         for path in sorted(ledger.glob("*.json")) if ledger.is_dir() else []:
             sandbox_id = path.stem
-            if sandbox_id in out:
+            if sandbox_id in out or not _valid_id(sandbox_id):
                 continue
             record = _ledger_read(sandbox_id)
             if record is None or "created_at" not in record:
@@ -765,6 +821,7 @@ class DockerProvider(Provider):
         return sorted(out.values(), key=lambda m: m.created_at)
 
     def terminate(self, machine_id: str) -> None:
+        check_sandbox_id(machine_id, DockerProvider)
         client = docker_client()
         record = _ledger_read(machine_id)
         if record is not None and record.get("status") in (None, MachineStatus.RUNNING.value):

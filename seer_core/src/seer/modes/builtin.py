@@ -26,7 +26,9 @@ log = logging.getLogger("seer")
 #: Kernel websockets also get TCP_NODELAY: tornado leaves Nagle on, and a cell's reply is several
 #: small frames in a row, each of which would wait for the client's delayed ACK (40 ms).
 _SERVER_LAUNCHER = """\
-import sys
+import os, sys
+os.umask(0o077)  # its runtime files (jpserver-*.json, *-open.html) hold the token: user-only
+os.chmod(os.environ["JUPYTER_RUNTIME_DIR"], 0o700)
 for _name in ("rfc3987_syntax", "isoduration"):
     sys.modules.setdefault(_name, None)
 try:

@@ -16,6 +16,10 @@ and each function's signature and docstring as source text) to the expose mode n
     a :class:`~seer.workspace.Skill`: ``SKILL.md`` saying how to use them, plus the generated
     module.
 
+They are ways to hand over the same served interface: one serve can be exposed in several
+modes (``expose_as=["library", "mcp"]``, or :meth:`seer.rpc.ServedInterface.expose` later), all
+sharing its server and token.
+
 The generated module never evaluates the interface's annotations (it starts with ``from
 __future__ import annotations``), so it imports where the modules they name do not exist, and it
 only reproduces defaults that are literals. A default that is not a literal (``layer=DEFAULT``)

@@ -23,7 +23,7 @@ import site
 import subprocess
 import sys
 import venv
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import cast
@@ -145,10 +145,12 @@ def ensure_layer(
     envs_dir: Path,
     *,
     log: Callable[[str], None] = lambda line: None,
+    env: Mapping[str, str] | None = None,
 ) -> Path | None:
     """The cached layer with what the client lacks of ``requirements`` (None: it lacks nothing).
 
     Thread- and process-safe: concurrent sandboxes with the same package set build it once.
+    The installer runs with ``env`` (default: this process's environment).
     """
     missing = unsatisfied(requirements)
     if not missing:
@@ -166,7 +168,7 @@ def ensure_layer(
         try:
             _new_venv(env_dir, _addsitedir_lines(_client_site_dirs()))
             cmd = [*_installer(env_python), *missing]
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
             assert proc.stdout is not None
             tail: list[str] = []
             for line in proc.stdout:

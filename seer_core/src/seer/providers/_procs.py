@@ -16,12 +16,9 @@ _PROC = Path("/proc")
 
 def start_time(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (Linux), to tell it from a later process with its PID."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    # Field 22 (starttime); the command name (field 2) may hold spaces, so split after ')'.
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = _stat_fields(pid)
+    # Field 22 (starttime).
+    return fields[19] if fields is not None else None
 
 
 def alive(pid: int | None, started: str | None = None) -> bool:
@@ -29,11 +26,9 @@ def alive(pid: int | None, started: str | None = None) -> bool:
     if not pid:
         return False
     if sys.platform.startswith("linux"):
-        try:
-            stat = (_PROC / str(pid) / "stat").read_text()
-        except OSError:
+        fields = _stat_fields(pid)
+        if fields is None:
             return False
-        fields = stat.rsplit(")", 1)[1].split()
         if fields[0] in ("Z", "X"):
             return False
         return started is None or fields[19] == started
@@ -65,6 +60,49 @@ def marked_pids(sandbox_id: str) -> list[int]:
     return found
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` from field 3 (state) on; the command name may hold spaces and ``)``."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def marked_groups(sandbox_id: str) -> set[int]:
+    """The process groups with at least one live member carrying ``SEER_SANDBOX_ID=<sandbox_id>``."""
+    groups = set()
+    for pid in marked_pids(sandbox_id):
+        fields = _stat_fields(pid)
+        if fields is not None:
+            groups.add(int(fields[2]))
+    return groups
+
+
+def sandbox_groups(sandbox_id: str, pgids: list[int]) -> list[int]:
+    """Those of ``pgids`` (read from records on disk, which anyone with the disk can plant) that
+    belong to the sandbox: a live member carries its marker. Where there is no ``/proc`` to
+    check, the records are all there is to go on."""
+    if not _PROC.is_dir():
+        return list(pgids)
+    ours = marked_groups(sandbox_id)
+    return [g for g in pgids if g in ours]
+
+
+def runs(pid: int | None, *needles: str) -> bool:
+    """Whether ``pid``'s command line holds each of ``needles`` as an argument (or, where there is
+    no ``/proc``, whether it is alive at all)."""
+    if not pid:
+        return False
+    if not _PROC.is_dir():
+        return alive(pid)
+    try:
+        argv = (_PROC / str(pid) / "cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return False
+    return all(n in argv for n in needles)
+
+
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     """Signal a process group, ignoring one that is gone."""
     try:
@@ -74,7 +112,9 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 2.0) -> None:
-    """TERM the sandbox's process groups and marked processes, then KILL what is left."""
+    """TERM the sandbox's process groups and marked processes, then KILL what is left. Only the
+    groups of ``pgids`` that :func:`sandbox_groups` finds the sandbox's are signalled."""
+    pgids = sandbox_groups(sandbox_id, pgids)
     for pgid in pgids:
         kill_group(pgid, signal.SIGTERM)
     for pid in marked_pids(sandbox_id):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seer.errors import CapabilityError, ConfigProblem, ExecError, SandboxError
+from seer.ids import SAFE_ID
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -51,13 +52,14 @@ class MachineStatus(enum.StrEnum):
     """Where a machine is in its life."""
 
     RUNNING = "running"
+    STARTING = "starting"  #: running, but ``Sandbox.start()`` has not finished bootstrapping it
     TERMINATED = "terminated"  #: terminate() was called
     EXPIRED = "expired"  #: its timeout passed and it tore itself down
     LOST = "lost"  #: it died without tearing down (seer cleaned up what it found)
 
     @property
     def alive(self) -> bool:
-        return self is MachineStatus.RUNNING
+        return self in (MachineStatus.RUNNING, MachineStatus.STARTING)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ class Capabilities:
     max_lifetime: int | None = None
     #: installs ``system_packages`` (otherwise they are only checked)
     installs_system_packages: bool = False
+    #: keeps a hidden model's identity from the agent: the agent cannot read the client's files,
+    #: and a machine made with ``MachineSpec.private_model_cache`` sees no model cache shared with
+    #: other sandboxes (where models sit under their real names); without it, core warns at start
+    hides_models: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,9 @@ class MachineSpec:
     #: the config's repositories; core clones them after provisioning, but a provider that builds
     #: images uses the ones naming a ``dockerfile`` to build the machine's image
     repos: list[RepoConfig] = field(default_factory=list)
+    #: the config has hidden models: give the machine a model cache of its own, not one shared with
+    #: other sandboxes, whose folder names and blobs would let the agent identify them
+    private_model_cache: bool = False
     #: called with lines of provisioning output (an image build, a pull) as they come
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
@@ -347,6 +356,12 @@ class Machine(ABC):
     def status(self) -> MachineStatus:
         """The machine's status now."""
 
+    def start_completed(self) -> None:
+        """Called by ``Sandbox.start`` once bootstrap is done. Until then, a machine whose
+        starting client dies should end itself promptly (a half-made sandbox serves no one) and
+        ``Provider.list`` may report it ``starting``; from here on it outlives its client until
+        its timeout. The default does nothing."""
+
 
 class Provider(ABC):
     """Gets machines and finds them again. Subclasses set ``name`` and ``capabilities`` and are
@@ -357,6 +372,10 @@ class Provider(ABC):
     #: pydantic model validating ``SandboxConfig.provider_options`` (None: no options)
     options_model: ClassVar[type[BaseModel] | None] = None
     description: ClassVar[str] = ""
+    #: The exact form of this provider's sandbox ids, a regular expression matched in full. Ids are
+    #: checked against it wherever they enter (:mod:`seer.ids`), so set it as tight as the ids
+    #: ``create`` makes; the default only keeps paths and options out.
+    id_pattern: ClassVar[str] = SAFE_ID
 
     @classmethod
     def availability(cls) -> Availability:

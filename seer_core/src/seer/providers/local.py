@@ -12,7 +12,8 @@ Each sandbox lives in ``$SEER_HOME/local/<id>/``::
 A detached *supervisor* process (:mod:`seer.providers._supervisor`) owns the sandbox's lifetime:
 it outlives the client, and when the ``timeout`` passes or ``terminate()`` signals it, it kills
 every process the sandbox started (each carries ``SEER_SANDBOX_ID`` in its environment, so even
-processes that left their session are found) and removes the working directory. If the supervisor
+processes that left their session are found), keeps its ``notebooks/`` and ``outputs/`` on this
+disk (:meth:`_Sandbox.keep_outputs`) and removes the working directory. If the supervisor
 itself is gone, the next ``list()`` or ``attach()`` finds the sandbox ``lost`` and cleans it up, so
 a dead sandbox is never reported as running.
 """
@@ -39,10 +40,13 @@ from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
     ConfigProblem,
     ExecTimeoutError,
+    InvalidSandboxIdError,
     SandboxNotFoundError,
     SandboxNotRunningError,
 )
 from seer.hookspecs import hookimpl
+from seer.ids import check_sandbox_id
+from seer.outputs import KEPT_DIRS, keep_tree, recorded_outputs_dir
 from seer.providers import _procs
 from seer.providers._local_env import ensure_layer, make_sandbox_env
 from seer.providers.base import (
@@ -59,7 +63,8 @@ from seer.providers.base import (
     Snapshot,
     command_text,
 )
-from seer.state import read_json, seer_home, write_json
+from seer.providers.starter import starter_alive, starter_info
+from seer.state import RECORD_TTL, open_private, private_dir, read_json, seer_home, write_json
 
 #: Variables a local sandbox inherits from the client: locale, caches, proxies, package indexes.
 #: Nothing else crosses, so a token in the client's environment stays out unless named in secrets.
@@ -81,7 +86,6 @@ PASSTHROUGH = (
     "TRANSFORMERS_OFFLINE",
     "HF_HUB_DISABLE_TELEMETRY",
     "XDG_CACHE_HOME",
-    "SEER_HOME",
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "NO_PROXY",
@@ -102,8 +106,10 @@ PASSTHROUGH = (
     "UV_FIND_LINKS",
     "UV_CACHE_DIR",
 )
-#: How long terminated sandboxes' records (and logs) are kept for ``seer ls --all`` / ``seer logs``.
-RECORD_TTL = 24 * 3600
+
+
+#: The module the supervisor runs as (``python -m``); its command line names the sandbox's folder.
+_SUPERVISOR = "seer.providers._supervisor"
 
 
 def _root() -> Path:
@@ -168,11 +174,20 @@ def hf_hub_cache(env: Mapping[str, str]) -> str:
     return os.path.abspath(os.path.join(expand(hf_home), "hub"))
 
 
+def _pid(record: Mapping[str, Any]) -> int | None:
+    """``record["pid"]`` as a pid, or None (records are files: they may hold anything)."""
+    try:
+        pid = int(record.get("pid") or 0)
+    except (TypeError, ValueError):
+        return None
+    return pid if pid > 1 else None
+
+
 class _Sandbox:
-    """Paths and metadata of one local sandbox on disk."""
+    """Paths and metadata of one local sandbox on disk. The id is checked first: it becomes a path."""
 
     def __init__(self, sandbox_id: str):
-        self.id = sandbox_id
+        self.id = check_sandbox_id(sandbox_id, LocalProvider)
         self.dir = _root() / sandbox_id
         self.meta_path = self.dir / "meta.json"
         self.secrets_path = self.dir / "secrets.json"
@@ -183,10 +198,13 @@ class _Sandbox:
         self.lock = FileLock(str(self.dir / ".lock"))
 
     def exists(self) -> bool:
-        return self.meta_path.is_file()
+        # A folder that is a link may lead anywhere: it is no sandbox of ours.
+        return not self.dir.is_symlink() and self.meta_path.is_file()
 
     def meta(self) -> dict[str, Any]:
         try:
+            if self.dir.is_symlink():
+                raise OSError("a link")
             return read_json(self.meta_path)
         except (OSError, ValueError):
             raise SandboxNotFoundError(f"no local sandbox {self.id!r}") from None
@@ -196,22 +214,46 @@ class _Sandbox:
         write_json(self.meta_path, meta)
         return meta
 
-    def pgids(self) -> list[int]:
+    def pgids(self, records: list[dict[str, Any]] | None = None) -> list[int]:
+        """The process groups named by ``records`` (default: every one in ``procs/``)."""
+        if records is None:
+            records = []
+            for path in self.procs.glob("*.json"):
+                with contextlib.suppress(OSError, ValueError):
+                    records.append(read_json(path))
         out = []
-        for rec in self.procs.glob("*.json"):
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                out.append(int(read_json(rec)["pgid"]))
+        for rec in records:
+            with contextlib.suppress(TypeError, ValueError, KeyError):
+                pgid = int(rec["pgid"])
+                if pgid > 1:  # 0 and 1 are no sandbox's group, whatever a record says
+                    out.append(pgid)
         return out
 
-    def supervisor_alive(self, meta: dict[str, Any]) -> bool:
+    def supervisor_pid(self, meta: dict[str, Any]) -> int | None:
+        """The pid of the sandbox's live supervisor, or None. The pid comes from ``meta.json``,
+        which anyone who can write the disk could plant, so the process must also *be* this
+        sandbox's supervisor (its command line says so) before anyone signals it."""
         sup = meta.get("supervisor") or {}
-        return _procs.alive(sup.get("pid"), sup.get("started"))
+        pid = _pid(sup)
+        if _procs.alive(pid, sup.get("started")) and _procs.runs(pid, _SUPERVISOR, str(self.dir)):
+            return pid
+        return None
+
+    def supervisor_alive(self, meta: dict[str, Any]) -> bool:
+        return self.supervisor_pid(meta) is not None
+
+    def starting(self, meta: dict[str, Any]) -> bool:
+        """Whether ``start()`` is still under way: the client that began it is alive and has not
+        said it finished (:meth:`LocalMachine.start_completed`)."""
+        return starter_alive(meta.get("starter"))
 
     def status(self) -> MachineStatus:
         """The status, reaping the sandbox if its supervisor died without tearing it down."""
         meta = self.meta()
         status = MachineStatus(meta["status"])
-        if status is MachineStatus.RUNNING and not self.supervisor_alive(meta):
+        # A supervisor not yet spawned by a live starter is no sign of death.
+        spawning = meta.get("supervisor") is None and self.starting(meta)
+        if status is MachineStatus.RUNNING and not spawning and not self.supervisor_alive(meta):
             expired = time.time() >= meta["expires_at"]
             self.teardown(MachineStatus.EXPIRED if expired else MachineStatus.LOST)
             status = MachineStatus(self.meta()["status"])
@@ -226,10 +268,34 @@ class _Sandbox:
             _procs.kill_sandbox_processes(self.id, self.pgids())
             if already:
                 return
-            shutil.rmtree(self.root, ignore_errors=True)
+            if self.keep_outputs():
+                shutil.rmtree(self.root, ignore_errors=True)
             shutil.rmtree(self.venv, ignore_errors=True)
             self.secrets_path.unlink(missing_ok=True)
             self.update(status=status.value, ended_at=time.time())
+
+    def keep_outputs(self) -> bool:
+        """Keep the sandbox's notebooks and outputs before its working directory is removed, so a
+        sandbox that expires with no client (or loses its supervisor) leaves them retrievable: in
+        the client folder its record names (``outputs_dir``), else ``$SEER_HOME/outputs/<id>/``.
+        Where they went is recorded in ``meta.json`` (``kept``) and printed (to the supervisor's
+        log). False if they could be written nowhere: then the working directory stays."""
+        if not any((self.root / folder).is_dir() for folder in KEPT_DIRS):
+            return True
+        for dest in (recorded_outputs_dir(self.id), seer_home() / "outputs" / self.id):
+            if dest is None:
+                continue
+            try:
+                kept = keep_tree(self.root, dest)
+            except OSError as exc:
+                print(f"could not keep notebooks and outputs in {dest}: {exc}", flush=True)
+                continue
+            if kept.files:
+                self.update(kept=str(dest))
+                print(kept.summary(self.id), flush=True)
+            return True
+        print(f"notebooks and outputs left in {self.root}", flush=True)
+        return False
 
 
 class LocalMachine(Machine):
@@ -355,7 +421,7 @@ class LocalMachine(Machine):
             raise ValueError(f"a process named {name!r} is already running in sandbox {self.id}")
         log_path = Path(self.log_path(name))
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
+        with open_private(log_path) as log:
             proc = subprocess.Popen(
                 _argv(command),
                 cwd=self.resolve(cwd) if cwd else self.workdir,
@@ -397,12 +463,16 @@ class LocalMachine(Machine):
         rec = self._proc_record(name)
         if rec is None:
             return
+        # The record is a file on disk: signal its group only if it is this sandbox's.
+        groups = _procs.sandbox_groups(self.id, self._sb.pgids([rec]))
         if self.process_running(name):
-            _procs.kill_group(rec["pgid"], signal.SIGTERM)
+            for pgid in groups:
+                _procs.kill_group(pgid, signal.SIGTERM)
             deadline = time.monotonic() + grace
             while self.process_running(name) and time.monotonic() < deadline:
                 time.sleep(0.05)
-        _procs.kill_group(rec["pgid"], signal.SIGKILL)
+        for pgid in groups:
+            _procs.kill_group(pgid, signal.SIGKILL)
         child = self._children.pop(name, None)
         if child is not None:
             child.wait()
@@ -468,11 +538,17 @@ class LocalMachine(Machine):
     def status(self) -> MachineStatus:
         return self._sb.status()
 
+    def start_completed(self) -> None:
+        # From now on the sandbox outlives its starter (until terminate() or its timeout).
+        with self._sb.lock:
+            self._sb.update(starter=None)
+
 
 class LocalProvider(Provider):
     """Sandboxes as working directories plus processes on this machine."""
 
     name: ClassVar[str] = "local"
+    id_pattern: ClassVar[str] = r"local-[0-9a-f]{10}"
     description: ClassVar[str] = "this machine: a working directory plus processes (built in)"
     capabilities: ClassVar[Capabilities] = Capabilities(
         gpu_types=frozenset(GPU_CATALOGUE),
@@ -520,28 +596,23 @@ class LocalProvider(Provider):
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
         sandbox = _Sandbox(f"local-{secrets.token_hex(5)}")
-        for d in (sandbox.root, sandbox.logs, sandbox.procs):
-            d.mkdir(parents=True)
+        private_dir(_root())
+        private_dir(sandbox.dir, exist_ok=False)
         try:
-            return self._create(sandbox, spec)
+            # Recorded and supervised before anything slow: a starter killed from here on leaves
+            # a sandbox that `seer ls` shows and whose supervisor ends it (see _supervisor).
+            supervisor = self._supervise(sandbox, spec)
+            machine = self._create(sandbox, spec)
         except BaseException:
-            if sandbox.exists():
-                sandbox.teardown(MachineStatus.TERMINATED)
+            self.terminate(sandbox.id)
             shutil.rmtree(sandbox.dir, ignore_errors=True)
             raise
+        machine._children["__supervisor__"] = supervisor  # keep the handle so it is reaped, not leaked
+        return machine
 
-    def _create(self, sandbox: _Sandbox, spec: MachineSpec) -> Machine:
-        def log(line: str) -> None:
-            with open(sandbox.logs / "setup.log", "a") as fh:
-                fh.write(line + "\n")
-
-        layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log)
-        python = make_sandbox_env(sandbox.venv, layer)
-        if spec.snapshot is not None:
-            src = Path(spec.snapshot.data["path"]) / "root"
-            if not src.is_dir():
-                raise SandboxNotFoundError(f"snapshot {spec.snapshot.id} has no stored files")
-            shutil.copytree(src, sandbox.root, dirs_exist_ok=True, symlinks=True)
+    def _supervise(self, sandbox: _Sandbox, spec: MachineSpec) -> subprocess.Popen[bytes]:
+        """Write the sandbox's ``meta.json`` (naming this process as its starter) and secrets,
+        and start its supervisor."""
         now = time.time()
         meta = {
             "id": sandbox.id,
@@ -550,19 +621,22 @@ class LocalProvider(Provider):
             "created_at": now,
             "expires_at": now + spec.timeout,
             "timeout": spec.timeout,
-            "python": python,
-            "env": self._base_env(sandbox, spec, python),
+            "python": None,
+            "env": {},
             "labels": spec.labels,
             "gpu": spec.gpu,
             "gpu_count": spec.gpu_count,
             "supervisor": None,
+            "starter": starter_info(),
         }
         write_json(sandbox.meta_path, meta)
-        write_json(sandbox.secrets_path, spec.secrets, mode=0o600)
+        for d in (sandbox.root, sandbox.logs, sandbox.procs):
+            private_dir(d)
+        write_json(sandbox.secrets_path, spec.secrets)
         sup_env = {k: v for k, v in os.environ.items() if k != _procs.MARKER}
-        with open(sandbox.logs / "supervisor.log", "ab") as sup_log:
+        with open_private(sandbox.logs / "supervisor.log") as sup_log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "seer.providers._supervisor", str(sandbox.dir)],
+                [sys.executable, "-m", _SUPERVISOR, str(sandbox.dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=sup_log,
                 stderr=subprocess.STDOUT,
@@ -571,9 +645,25 @@ class LocalProvider(Provider):
                 close_fds=True,
             )
         sandbox.update(supervisor={"pid": proc.pid, "started": _procs.start_time(proc.pid)})
-        machine = self._machine(sandbox)
-        machine._children["__supervisor__"] = proc  # keep the handle so it is reaped, not leaked
-        return machine
+        return proc
+
+    def _create(self, sandbox: _Sandbox, spec: MachineSpec) -> LocalMachine:
+        def log(line: str) -> None:
+            with open_private(sandbox.logs / "setup.log") as fh:
+                fh.write(line.encode() + b"\n")
+            spec.report(line)
+
+        # The installer carries the sandbox's marker, so a teardown mid-build ends it too.
+        build_env = {**os.environ, _procs.MARKER: sandbox.id}
+        layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log, env=build_env)
+        python = make_sandbox_env(sandbox.venv, layer)
+        if spec.snapshot is not None:
+            src = Path(spec.snapshot.data["path"]) / "root"
+            if not src.is_dir():
+                raise SandboxNotFoundError(f"snapshot {spec.snapshot.id} has no stored files")
+            shutil.copytree(src, sandbox.root, dirs_exist_ok=True, symlinks=True)
+        sandbox.update(python=python, env=self._base_env(sandbox, spec, python))
+        return self._machine(sandbox)
 
     @staticmethod
     def _base_env(sandbox: _Sandbox, spec: MachineSpec, python: str) -> dict[str, str]:
@@ -607,8 +697,14 @@ class LocalProvider(Provider):
         root = _root()
         if not root.is_dir():
             return out
-        for meta_path in sorted(root.glob("*/meta.json")):
-            sandbox = _Sandbox(meta_path.parent.name)
+        for entry in sorted(root.iterdir()):
+            try:
+                sandbox = _Sandbox(entry.name)
+            except InvalidSandboxIdError:
+                continue  # not a sandbox of ours: never touched
+            if not sandbox.exists():
+                _drop_remains(sandbox)
+                continue
             try:
                 status = sandbox.status()
                 meta = sandbox.meta()
@@ -617,6 +713,8 @@ class LocalProvider(Provider):
             if not status.alive and time.time() - meta.get("ended_at", time.time()) > RECORD_TTL:
                 shutil.rmtree(sandbox.dir, ignore_errors=True)
                 continue
+            if status is MachineStatus.RUNNING and sandbox.starting(meta):
+                status = MachineStatus.STARTING
             out.append(
                 MachineInfo(
                     sandbox.id,
@@ -635,8 +733,8 @@ class LocalProvider(Provider):
         if not sandbox.exists():
             return
         meta = sandbox.meta()
-        if MachineStatus(meta["status"]) is MachineStatus.RUNNING and sandbox.supervisor_alive(meta):
-            pid = meta["supervisor"]["pid"]
+        pid = sandbox.supervisor_pid(meta)
+        if MachineStatus(meta["status"]) is MachineStatus.RUNNING and pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 15
@@ -650,6 +748,14 @@ class LocalProvider(Provider):
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
+
+
+def _drop_remains(sandbox: _Sandbox) -> None:
+    """Remove a sandbox folder with no ``meta.json`` once it is older than a minute: a start
+    killed between making the folder and recording it, with nothing started in it yet."""
+    with contextlib.suppress(OSError):
+        if not sandbox.dir.is_symlink() and time.time() - sandbox.dir.stat().st_mtime > 60:
+            shutil.rmtree(sandbox.dir, ignore_errors=True)
 
 
 @hookimpl

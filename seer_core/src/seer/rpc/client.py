@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,8 +158,14 @@ class RpcClient:
         return payload
 
     def _connection(self, timeout: float | None) -> tuple[http.client.HTTPConnection, bool]:
-        with self._lock:
-            conn = self._pool.pop() if self._pool else None
+        """A pooled connection the server has not closed (checked without sending anything), or
+        a new one; and whether it was pooled."""
+        while True:
+            with self._lock:
+                conn = self._pool.pop() if self._pool else None
+            if conn is None or not _closed_by_peer(conn):
+                break
+            conn.close()
         reused = conn is not None
         if conn is None:
             cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -186,6 +193,11 @@ class RpcClient:
         timeout: float | None,
         function: str | None,
     ) -> tuple[int, str, Any]:
+        # A request is sent again only when the server provably never ran it: the connection
+        # failed before the whole request was handed over (the server runs a call only once its
+        # body is complete), or it is a GET. A POST sent whole on a connection that then drops
+        # may have run: it is reported, not repeated (pooled connections the server closed are
+        # weeded out before use, so that is not the common case of a stale keep-alive).
         for attempt in range(2):
             conn, reused = self._connection(timeout)
             sent = False
@@ -225,8 +237,15 @@ class RpcClient:
                 ) from None
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
                 conn.close()
-                if reused and attempt == 0:
+                if reused and attempt == 0 and (not sent or method == "GET"):
                     continue  # a kept-alive connection the server had closed: once more, fresh
+                if sent and method != "GET":
+                    raise RpcConnectionError(
+                        f"{function}(): the RPC server at {self.url} closed the connection after "
+                        f"the request was sent, without answering ({type(exc).__name__}: {exc}); the call "
+                        "may have run, so it was not sent again. rpc_logs() shows what the server did",
+                        function=function,
+                    ) from None
                 if not sent and total > _SMALL:
                     # The server stopped reading: most likely it refused the size.
                     raise RequestTooLargeError(
@@ -267,6 +286,23 @@ class RpcClient:
             function=function,
             status=status,
         )
+
+
+def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
+    """Whether a kept-alive connection has something to read while no request is in flight:
+    the server's close (or bytes it should not have sent). Either way it is not to be reused."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)
+    except (OSError, ValueError):
+        return True
 
 
 def _socket_timeout(timeout: float | None) -> float | None:
@@ -364,6 +400,15 @@ class ServedInterface:
             if timeout is None
             else RpcClient(self.url, self.token, timeout=timeout)
         )
+
+    def expose(self, mode: str) -> Any:
+        """What the expose mode ``mode`` (``library``, ``mcp``, ``prompt``, ``skill`` or a
+        plugin's) makes of this interface. Exposures of one served interface share its server and
+        token, so any number of them, in any modes, are valid together; all of them end when the
+        interface is served again (a new server, a new token)."""
+        from seer import plugins
+
+        return plugins.get_expose_mode(mode)().expose(self)
 
     def function(self, name: str) -> FunctionSpec:
         """The exposed function ``name``."""

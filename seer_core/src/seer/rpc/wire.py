@@ -66,6 +66,7 @@ EXT_TENSOR = 2
 #: dtypes a tensor may have, and the NumPy dtype its raw bytes are read as
 _TORCH_RAW = {"bfloat16": "<i2"}
 _NUMPY_KINDS = "biufc"
+_JSON_KINDS = "biuf"
 _SUPPORTED = (
     "None, bool, int (64-bit), float, str, bytes, list, tuple, set, dict, NumPy arrays and scalars, "
     "torch tensors"
@@ -343,10 +344,20 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, bytes | bytearray | memoryview):
         return bytes(obj).decode("latin-1")
     if torch is not None and isinstance(obj, torch.Tensor):
+        if obj.is_complex():
+            raise SerializationError(f"cannot send torch tensor of dtype {obj.dtype} as JSON")
         t = obj.detach().cpu()
         return (t.float() if t.dtype == torch.bfloat16 else t).tolist()
-    if _is_ndarray(obj) or (type(obj).__module__ == "numpy" and hasattr(obj, "tolist")):
+    if _is_ndarray(obj):
+        # Numbers only: bytes, void, object, record and complex arrays have no JSON form.
+        if obj.dtype.kind not in _JSON_KINDS or obj.dtype.fields is not None:
+            raise SerializationError(f"cannot send NumPy array of dtype {obj.dtype} as JSON")
         return obj.tolist()
+    if type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "shape", None) == ():
+        value = obj.item()
+        if isinstance(value, bytes | str | bool | int | float):
+            return to_jsonable(value)
+        raise SerializationError(f"cannot send NumPy scalar of dtype {obj.dtype} as JSON")
     if obj is None or isinstance(obj, str | int | float | bool):
         return obj
     raise SerializationError(f"cannot send {_type_name(obj)} as JSON")

@@ -6,7 +6,9 @@ set to the machine's model cache and a JSON spec on stdin::
     {"cache_dir": "/abs/hub/cache",            # default: huggingface_hub's
      "hidden_dir": "/abs/dir",                 # default: <cache_dir>/../seer-hidden
      "max_workers": 4,                         # repos fetched in parallel
-     "models": [{"name": "org/x", "revision": "main", "hidden": false, "base_model": null}, ...]}
+     "models": [{"name": "org/x", "revision": "main", "hidden": false, "base_model": null,
+                 # hidden models only, made by the client from a secret it keeps (see below):
+                 "dir": "m-<hex>", "seal": "<40 hex>", "base_dir": ..., "base_seal": ...}, ...]}
 
 It writes one JSON object per line on stdout: progress events (``start``, ``progress``, ``done``,
 ``error``, each with the model's ``index`` and ``role``: ``model`` or ``base_model``), then a final
@@ -25,10 +27,13 @@ What it does, per repo (a model, or a PEFT adapter's base model):
   With ``HF_HUB_OFFLINE=1`` (or when the Hub cannot be reached) it resolves from the cache;
 * bytes downloaded are measured, as what the fetch added to the blob files on disk;
 * a *hidden* model (and its base) is not put in the shared cache under its name: it is
-  downloaded with ``local_dir=`` into ``<hidden_dir>/m-<salted hash>``, resolved by commit hash
-  (so no ``refs/`` entry names it), and the repo ids are replaced with ``hidden-model`` in its
-  small text files (configs, tokenizer configs), so that nothing on disk that the agent can read
-  names it.
+  downloaded with ``local_dir=`` into ``<hidden_dir>/<dir>``, resolved by commit hash (so no
+  ``refs/`` entry names it), and the repo ids are replaced with ``hidden-model`` in its small text
+  files (configs, tokenizer configs). Nothing left on disk lets the agent derive its name: the
+  directory name comes from the client (a keyed hash of repo and revision whose key never enters
+  the machine), every file is a copy, never a hard link to a shared-cache blob or the user's
+  file, huggingface_hub's download metadata (which holds the commit) is removed, and the commit
+  kept for reuse (``.cache/seer-commit``) is sealed: XORed with the client's ``seal``.
 
 Several repos are fetched in parallel (threads); jobs for the same repo run one after the other,
 so each one's byte count is its own. Imports huggingface_hub only when run.
@@ -37,7 +42,6 @@ so each one's byte count is its own. Imports huggingface_hub only when run.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -46,7 +50,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -227,6 +230,9 @@ class Job:
     users: list[tuple[int, str]] = field(default_factory=list)
     #: every repo id (model and base) that must not appear on disk when hidden
     needles: set[str] = field(default_factory=set)
+    #: a hidden job's directory name and commit seal, from the client
+    dir: str | None = None
+    seal: str | None = None
     path: str | None = None
     commit: str | None = None
     bytes_downloaded: int = 0
@@ -246,30 +252,52 @@ def default_hidden_dir(cache_dir: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(cache_dir.rstrip("/"))), "seer-hidden")
 
 
-def _salt(hidden_dir: Path) -> str:
-    """This machine's random salt for hidden directory names, made once."""
-    hidden_dir.mkdir(parents=True, exist_ok=True)
-    path = hidden_dir / ".salt"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        for _ in range(50):
-            value = path.read_text().strip()
-            if value:
-                return value
-            time.sleep(0.02)  # another fetch is writing it
-        raise
-    with os.fdopen(fd, "w") as fh:
-        value = secrets.token_hex(16)
-        fh.write(value)
-    return value
+_DIR_NAME = re.compile(r"^m-[0-9a-f]{8,64}$")
+_SEAL = re.compile(r"^[0-9a-f]{40}$")
 
 
-def hidden_local_dir(hidden_dir: str, repo: str, revision: str) -> Path:
-    """The anonymised directory a hidden repo at ``revision`` is fetched into."""
+def hidden_local_dir(hidden_dir: str, job: Job) -> Path:
+    """The anonymised directory a hidden job is fetched into: the one the client named, else a
+    random one (never derived from anything on the machine, so the agent cannot recompute it)."""
     root = Path(hidden_dir)
-    digest = hashlib.sha256(f"{_salt(root)}\0{repo}\0{revision}".encode()).hexdigest()[:20]
-    return root / f"m-{digest}"
+    root.mkdir(parents=True, exist_ok=True)
+    name = job.dir if job.dir and _DIR_NAME.match(job.dir) else f"m-{secrets.token_hex(10)}"
+    return root / name
+
+
+def _xor_hex(a: str, b: str) -> str:
+    return bytes(x ^ y for x, y in zip(bytes.fromhex(a), bytes.fromhex(b), strict=True)).hex()
+
+
+def _write_commit(local_dir: Path, commit: str | None, seal: str | None) -> None:
+    """Remember which commit ``local_dir`` holds, sealed with the client's ``seal`` (so the agent
+    cannot match it against a cache's ``snapshots/``); without a seal, remember nothing."""
+    marker = local_dir / ".cache" / "seer-commit"
+    if not (commit and _COMMIT.match(commit) and seal and _SEAL.match(seal)):
+        marker.unlink(missing_ok=True)
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(_xor_hex(commit, seal))
+
+
+def _read_commit(local_dir: Path, seal: str | None) -> str | None:
+    """The commit :func:`_write_commit` recorded for ``local_dir`` (None: unknown)."""
+    marker = local_dir / ".cache" / "seer-commit"
+    if not (seal and _SEAL.match(seal)) or not marker.is_file():
+        return None
+    sealed = marker.read_text().strip()
+    return _xor_hex(sealed, seal) if _COMMIT.match(sealed) else None
+
+
+def _forget_download_metadata(local_dir: Path) -> None:
+    """Remove huggingface_hub's bookkeeping in ``local_dir`` (under ``.cache/huggingface``): each
+    file's ``.metadata`` and the ``trees/`` listing name the commit, and an LFS file's etag is the
+    name of its blob in a shared cache. Its locks and partial downloads stay, for a fetch of the
+    same folder running beside this one."""
+    meta = local_dir / ".cache" / "huggingface"
+    shutil.rmtree(meta / "trees", ignore_errors=True)
+    for path in (meta / "download").rglob("*.metadata") if (meta / "download").is_dir() else ():
+        path.unlink(missing_ok=True)
 
 
 class _Fetcher:
@@ -310,7 +338,7 @@ class _Fetcher:
         if not job.hidden:
             job.path = str(src)
             return
-        dest = hidden_local_dir(self.hidden_dir, job.repo, "local")
+        dest = hidden_local_dir(self.hidden_dir, job)
         tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".tmp-"))
         try:
             for path in sorted(src.rglob("*")):
@@ -322,10 +350,8 @@ class _Fetcher:
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    os.link(path, target)
-                except OSError:
-                    shutil.copy2(path, target)
+                # A copy, never a hard link: ``find -samefile`` would name the user's file.
+                shutil.copyfile(path, target)
             _scrub(tmp, job.needles)
             old = dest.with_name(f".{dest.name}.old-{secrets.token_hex(4)}")
             with contextlib.suppress(FileNotFoundError):
@@ -347,8 +373,10 @@ class _Fetcher:
     def _hub(self, job: Job) -> None:
         from huggingface_hub import constants, snapshot_download
 
-        local_dir = hidden_local_dir(self.hidden_dir, job.repo, job.revision) if job.hidden else None
+        local_dir = hidden_local_dir(self.hidden_dir, job) if job.hidden else None
         commit, listing, source = self._resolve(job, local_dir, offline=bool(constants.HF_HUB_OFFLINE))
+        if local_dir is not None and commit is not None and _read_commit(local_dir, job.seal) == commit:
+            source = "cache"  # the directory already holds this commit, complete and scrubbed
         files = select_files(listing)
         if not any(f in ("config.json", "adapter_config.json") for f in files):
             raise FetchFailure(
@@ -373,6 +401,8 @@ class _Fetcher:
                 assert local_dir is not None and commit is not None
                 self._copy_from_cache(storage / "snapshots" / commit, files, local_dir, job.revision)
                 path = str(local_dir)
+            elif source == "cache" and local_dir is not None:
+                path = str(local_dir)
             else:
                 path = snapshot_download(
                     job.repo,
@@ -392,14 +422,14 @@ class _Fetcher:
             job.commit = Path(path).name if _COMMIT.match(Path(path).name) else commit
         else:
             job.commit = commit
-            marker = local_dir / ".cache" / "seer-commit"
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(commit or "")
+            _forget_download_metadata(local_dir)
             _scrub(local_dir, job.needles)
+            _write_commit(local_dir, commit, job.seal)
 
     @staticmethod
     def _copy_from_cache(snapshot: Path, files: list[str], local_dir: Path, revision: str) -> None:
-        """Place cached files in a hidden model's directory (hard links to the blobs where possible)."""
+        """Copy cached files into a hidden model's directory: copies, never hard links to the
+        blobs, which ``find -samefile`` would trace back to the repo's folder in the cache."""
         missing = [f for f in files if not (snapshot / f).is_file()]
         if missing:
             raise _classify(_not_cached(), revision, True)
@@ -409,10 +439,7 @@ class _Fetcher:
             dest = local_dir / f
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
-            try:
-                os.link(src, tmp)
-            except OSError:
-                shutil.copyfile(src, tmp)
+            shutil.copyfile(src, tmp)
             os.replace(tmp, dest)
 
     def _resolve(
@@ -436,8 +463,7 @@ class _Fetcher:
                 if not _is_connection_error(exc):
                     raise
         if local_dir is not None:
-            marker = local_dir / ".cache" / "seer-commit"
-            commit = marker.read_text().strip() if marker.is_file() else None
+            commit = _read_commit(local_dir, job.seal)
             if commit and (not _COMMIT.match(job.revision) or commit == job.revision):
                 return commit, self._cached_files(job.repo, commit, local_dir), "cache"
             commit, listing = self._shared_cache_listing(job, offline=offline)
@@ -550,11 +576,15 @@ def _plan(models: Sequence[dict[str, Any]]) -> tuple[list[Job], list[dict[str, J
     jobs: dict[tuple[str, str, bool], Job] = {}
     per_model: list[dict[str, Job | None]] = []
 
-    def job_for(repo: str, revision: str, hidden: bool, index: int, role: str, needles: set[str]) -> Job:
+    def job_for(
+        repo: str, revision: str, hidden: bool, index: int, role: str, needles: set[str], keys: dict[str, Any]
+    ) -> Job:
         key = (repo, "local" if repo.startswith("/") else revision, hidden)
         job = jobs.get(key)
         if job is None:
             job = jobs[key] = Job(repo=repo, revision=key[1], hidden=hidden)
+        if hidden and job.dir is None:
+            job.dir, job.seal = keys.get("dir"), keys.get("seal")
         job.users.append((index, role))
         job.needles |= needles
         return job
@@ -563,9 +593,11 @@ def _plan(models: Sequence[dict[str, Any]]) -> tuple[list[Job], list[dict[str, J
         hidden = bool(m.get("hidden"))
         base = m.get("base_model")
         needles = {m["name"], *([base] if base else [])} if hidden else set()
+        own = {"dir": m.get("dir"), "seal": m.get("seal")}
+        base_keys = {"dir": m.get("base_dir"), "seal": m.get("base_seal")}
         entry: dict[str, Job | None] = {
-            "model": job_for(m["name"], m.get("revision") or "main", hidden, i, "model", needles),
-            "base": job_for(base, "main", hidden, i, "base_model", needles) if base else None,
+            "model": job_for(m["name"], m.get("revision") or "main", hidden, i, "model", needles, own),
+            "base": job_for(base, "main", hidden, i, "base_model", needles, base_keys) if base else None,
         }
         per_model.append(entry)
     return list(jobs.values()), per_model

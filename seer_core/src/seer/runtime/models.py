@@ -6,16 +6,21 @@ hidden. These helpers read them::
 
     from seer.runtime.models import get_model_path, list_configured_models
 
-    path = get_model_path("google/gemma-2-9b")     # also works for a hidden model's name
+    path = get_model_path("google/gemma-2-9b")     # or a var_name: get_model_path("model")
     list_configured_models()                        # hidden ones show as "hidden model"
 
 ``get_model_path`` and ``list_configured_models`` are what an interface file served over RPC
-finds injected. Standard library only.
+finds injected. A hidden model is found by its name only where the client handed over the
+sandbox's models key (``$SEER_MODELS_KEY``: an interface served over RPC, whose code is the
+user's): the manifest holds a keyed hash of the name, and without the key nothing in the sandbox
+can test a name against it. Everywhere else (the kernel, a shell) a hidden model is found by its
+``var_name``. Standard library only.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -29,9 +34,13 @@ __all__ = [
     "list_configured_models",
     "load_manifest",
     "manifest_entry",
+    "name_hmac",
 ]
 
 MANIFEST_ENV = "SEER_MODELS_MANIFEST"
+#: The variable holding the key of the manifest's ``name_hmac`` (set only where the user's own
+#: code runs: an interface served over RPC).
+MODELS_KEY_ENV = "SEER_MODELS_KEY"
 HIDDEN_DISPLAY_NAME = "hidden model"
 
 
@@ -62,20 +71,33 @@ def load_manifest(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     return data
 
 
-def _name_sha256(name: str) -> str:
-    return hashlib.sha256(("seer-hidden:" + name).encode()).hexdigest()
+def name_hmac(key: str, name: str) -> str:
+    """The manifest's ``name_hmac`` of a hidden model: HMAC-SHA256 of ``"seer-hidden:" + name``
+    keyed with the sandbox's models key (hex), which the client keeps."""
+    return hmac.new(bytes.fromhex(key), ("seer-hidden:" + name).encode(), hashlib.sha256).hexdigest()
 
 
-def manifest_entry(name: str, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest entry of the model ``name`` (a repo id, a hidden model's id, or a var_name).
+def manifest_entry(
+    name: str, manifest: dict[str, Any] | None = None, key: str | None = None
+) -> dict[str, Any]:
+    """The manifest entry of the model ``name`` (a repo id, a var_name, or a hidden model's id
+    when the models ``key`` is given or in ``$SEER_MODELS_KEY``).
 
     Raises KeyError, listing the configured models, when there is none.
     """
     data = manifest if manifest is not None else load_manifest()
     entries = data.get("models", [])
-    digest = _name_sha256(name)
+    key = key if key is not None else os.environ.get(MODELS_KEY_ENV)
+    digest = None
+    if key:
+        try:
+            digest = name_hmac(key, name)
+        except ValueError:  # not a hex key: no hidden model can match
+            digest = None
     for entry in entries:
-        if entry.get("name") == name or (entry.get("hidden") and entry.get("name_sha256") == digest):
+        if entry.get("name") == name:
+            return dict(entry)
+        if digest and entry.get("hidden") and hmac.compare_digest(str(entry.get("name_hmac") or ""), digest):
             return dict(entry)
     for entry in entries:
         if entry.get("var_name") == name:
@@ -87,14 +109,21 @@ def _unknown(name: str, entries: list[dict[str, Any]]) -> str:
     visible = [e["name"] for e in entries if not e.get("hidden") and e.get("name")]
     hidden = sum(1 for e in entries if e.get("hidden"))
     listing = ", ".join(repr(n) for n in visible) or "none"
-    extra = f" (and {hidden} hidden model{'s' if hidden != 1 else ''})" if hidden else ""
+    extra = (
+        f" (and {hidden} hidden model{'s' if hidden != 1 else ''}, found here by var_name: "
+        + ", ".join(repr(e.get("var_name")) for e in entries if e.get("hidden"))
+        + ")"
+        if hidden
+        else ""
+    )
     return f"no configured model named {name!r}; configured models: {listing}{extra}"
 
 
 def get_model_path(name: str) -> str:
     """The directory ``from_pretrained`` loads for the configured model ``name``.
 
-    ``name`` is the id given in ``ModelConfig(name=...)`` (a hidden model's too), or its
+    ``name`` is the id given in ``ModelConfig(name=...)``, or its ``var_name``. A hidden model's
+    id works only in an interface served over RPC (see the module docstring); elsewhere use its
     ``var_name``. A PEFT adapter's path is the adapter's directory. A PEFT adapter's base model
     is found by its id too (through its ``MODEL_<ID>_PATH`` variable). Raises KeyError listing the
     configured models otherwise.

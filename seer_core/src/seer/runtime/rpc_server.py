@@ -2,14 +2,15 @@
 
 ``ScopedSandbox.serve`` starts it as a background process::
 
-    SEER_RPC_TOKEN=<token> python -P -m seer.runtime.rpc_server interface.py --name tools \\
+    python -P -m seer.runtime.rpc_server interface.py --name tools --token-file .seer/rpc/tools.token \\
         --state .seer/rpc/tools.json [--port N] [--path DIR ...]
 
 It binds 127.0.0.1 (a port of its own choosing unless ``--port`` is given), writes the port and
 its status (``loading``, then ``ready`` or ``failed`` with the traceback) to the ``--state`` file,
-loads the interface (:func:`seer.runtime.interface.load_interface`) and serves it. The token comes
-from ``$SEER_RPC_TOKEN`` (never the command line) and is removed from the environment before the
-interface runs.
+loads the interface (:func:`seer.runtime.interface.load_interface`) and serves it. The token is
+read from ``--token-file`` (a file private to the user, written by ``ScopedSandbox.serve``),
+which the server deletes at once: it is never on the command line nor in the environment, where
+``/proc/<pid>/cmdline`` and ``/proc/<pid>/environ`` would show it for the life of the process.
 
 HTTP, standard library only (:class:`http.server.ThreadingHTTPServer`, HTTP/1.1 keep-alive):
 
@@ -27,8 +28,11 @@ Every request needs ``Authorization: Bearer <token>``: none is answered 401, a w
 Errors are answered as ``{"error": {"code", "message", ...}}``: ``unknown_function`` (404),
 ``bad_arguments`` (422; the signature and the simple type hints are checked, naming the
 parameter), ``too_large`` (413), ``timeout`` (504), ``remote_error`` (500: the function raised;
-with ``remote_type`` and ``traceback``), ``unserializable`` (500: the result holds a type the wire
-does not carry, named), ``loading`` (503), ``malformed`` (400).
+with ``remote_type`` and ``traceback``; also a result that raised while being encoded, such as a
+meta tensor), ``unserializable`` (500: the result holds a type the wire does not carry, named),
+``internal`` (500: anything else that failed answering), ``loading`` (503), ``malformed`` (400).
+Every request is answered: a connection dropped without an answer would leave a client unable to
+tell whether its call ran. A body is read as it arrives, never allocated at its claimed length.
 
 Concurrency: every connection has its own thread and every call runs in a thread of its own, so
 a slow call never holds up another. Module state shared between calls is the interface author's
@@ -45,6 +49,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import hmac
 import http
 import inspect
@@ -68,13 +73,15 @@ from seer.rpc import wire
 from seer.rpc.spec import POSITIONAL_ONLY, FunctionSpec, TypeCheck, parse_annotation
 from seer.runtime.interface import LoadedInterface, is_async, load_interface
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "TOKEN_ENV", "RpcServer", "main"]
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "RpcServer", "main", "read_token_file"]
 
-TOKEN_ENV = "SEER_RPC_TOKEN"
 DEFAULT_MAX_REQUEST_BYTES = 512 * 1024 * 1024
 #: calls running at once (more wait for a thread, their timeout counting)
 DEFAULT_MAX_WORKERS = 256
 _SMALL = 64 * 1024
+#: a request body's first read buffer, and the most it grows by at once
+_CHUNK = 1 << 20
+_GROWTH = 16 << 20
 _JSON = "application/json"
 
 
@@ -276,6 +283,14 @@ def _remote_type(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or what can be said when its ``__str__`` itself raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{_remote_type(exc)} whose message cannot be shown>"
+
+
 def _remote_traceback(exc: BaseException) -> str:
     tb = exc.__traceback__
     here = (__file__, inspect.getfile(load_interface))
@@ -290,6 +305,8 @@ class _Handler(BaseHTTPRequestHandler):
     #: a kept-alive connection idle this long (s) is closed (clients reconnect)
     timeout = 900
     server: _HTTPServer
+    #: whether the current request's answer has started going out
+    _answered = False
 
     def setup(self) -> None:
         super().setup()
@@ -341,6 +358,7 @@ class _Handler(BaseHTTPRequestHandler):
         ).encode("latin-1")
         if close:
             self.close_connection = True
+        self._answered = True
         if total <= _SMALL:
             self.wfile.write(head + b"".join(parts))
             return
@@ -360,6 +378,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- requests -----------------------------------------------------------------------------
     def _handle(self, method: str) -> None:
+        """Answer one request. Whatever goes wrong is answered (500 ``internal``) when no answer
+        has started: a connection dropped without one would leave the client unable to tell
+        whether its call ran."""
+        self._answered = False
+        try:
+            self._dispatch(method)
+        except Exception as exc:
+            rpc = self.server.rpc
+            rpc.log(f"internal error answering {method} {self.path[:100]!r}: {_remote_type(exc)}")
+            if self._answered:
+                self.close_connection = True
+                return
+            self._error(
+                500,
+                "internal",
+                f"the RPC server failed answering this request: {_remote_type(exc)}: {_text(exc)}",
+                close=True,
+            )
+
+    def _dispatch(self, method: str) -> None:
         rpc = self.server.rpc
         started = time.perf_counter()
         path = unquote(self.path.split("?", 1)[0])
@@ -378,8 +416,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(
                 403,
                 "forbidden",
-                "wrong token for this RPC server (if the interface was served again, use the new "
-                "ServedInterface's client)",
+                "wrong token for this RPC server. A handle (library, MCP config, prompt, skill, "
+                "client) made from an earlier serve() of this interface ended when it was served "
+                "again, with a new token: use what the latest serve() returned",
                 close=True,
             )
             return
@@ -441,11 +480,15 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._error(413, "too_large", message, close=True)
             return None
-        body = bytearray(length)
-        view = memoryview(body)
+        # The buffer grows with what arrives (doubling, at most _GROWTH a step), never to the
+        # claimed length up front: a client claiming 500 MB and sending 10 bytes costs nothing.
+        body = bytearray(min(length, _CHUNK))
         got = 0
         while got < length:
-            n = self.rfile.readinto(view[got:])
+            if got == len(body):
+                body.extend(bytes(min(len(body), _GROWTH, length - len(body))))
+            with memoryview(body) as view, view[got:] as window:
+                n = self.rfile.readinto(window)
             if not n:
                 self.close_connection = True
                 return None
@@ -499,7 +542,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(
                 500,
                 "remote_error",
-                str(value),
+                _text(value),
                 function=name,
                 remote_type=_remote_type(value),
                 traceback=_remote_traceback(value),
@@ -510,6 +553,20 @@ class _Handler(BaseHTTPRequestHandler):
         except SerializationError as exc:
             rpc.log(f"call {name} unserializable (500) {_ms(started)}")
             self._error(500, "unserializable", f"{name}() returned a value that {exc}", function=name)
+            return
+        except Exception as exc:
+            # Encoding ran code of the value's own (a meta tensor's copy, a deep nesting): the call
+            # ran once and failed there, so it is answered as the function's error, never dropped
+            # (a dropped connection reads to the client as a request that may be sent again).
+            rpc.log(f"call {name} error encoding the result {_remote_type(exc)} (500) {_ms(started)}")
+            self._error(
+                500,
+                "remote_error",
+                f"{name}() returned a value that could not be sent: {_remote_type(exc)}: {_text(exc)}",
+                function=name,
+                remote_type=_remote_type(exc),
+                traceback=_remote_traceback(exc),
+            )
             return
         # Logged before the answer goes out, so a client that has its answer finds the line.
         rpc.log(f"call {name} ok {_ms(started)}")
@@ -525,6 +582,8 @@ class _Handler(BaseHTTPRequestHandler):
                 payload = json.loads(body) if body else {}
             except ValueError as exc:
                 raise SerializationError(f"the body is not JSON: {exc}") from None
+            except RecursionError:
+                raise SerializationError("the body is nested too deeply to read") from None
         else:
             raise SerializationError(f"unsupported Content-Type {content_type[:60]!r}")
         if not isinstance(payload, dict):
@@ -582,6 +641,19 @@ def _write_state(path: str | None, state: dict[str, Any]) -> None:
     os.replace(tmp, target)
 
 
+def read_token_file(path: str) -> str:
+    """The token in ``path`` (surrounding whitespace stripped), the file deleted once read so
+    the token is nowhere on disk while the server runs. Raises ValueError for an empty file."""
+    try:
+        token = Path(path).read_text().strip()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    if not token:
+        raise ValueError("the file is empty")
+    return token
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m seer.runtime.rpc_server", description=__doc__.split("\n")[0]
@@ -590,6 +662,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="the interface's name (its module name; default: the file's stem)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free one)")
+    parser.add_argument(
+        "--token-file", required=True, help="file holding the token clients must send (deleted once read)"
+    )
     parser.add_argument("--state", help="file to write the port and status to (JSON)")
     parser.add_argument("--launch", default="", help="an id written into the state file")
     parser.add_argument("--path", action="append", default=[], help="a directory to put on sys.path")
@@ -601,9 +676,10 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError):
         pass
 
-    token = os.environ.pop(TOKEN_ENV, "")
-    if not token:
-        print(f"error: set ${TOKEN_ENV} to the token clients must send", file=sys.stderr)
+    try:
+        token = read_token_file(opts.token_file)
+    except (OSError, ValueError) as exc:
+        print(f"error: --token-file {opts.token_file}: {exc}", file=sys.stderr)
         return 2
     name = opts.name or Path(opts.interface).stem
     server = RpcServer(

@@ -61,6 +61,7 @@ from seer.errors import (
     ConfigError,
     ExecError,
     ExecTimeoutError,
+    InvalidSandboxIdError,
     SandboxError,
     SandboxNotFoundError,
     SandboxNotRunningError,
@@ -443,7 +444,11 @@ class ProviderConformance:
         provider.terminate(sb.sandbox_id)
         provider.terminate(sb.sandbox_id)
         assert sb.status is MachineStatus.TERMINATED
-        provider.terminate(f"{self.provider_name}-never-existed-{secrets.token_hex(4)}")
+        # An unknown id of the provider's own form is no error; a malformed one is refused.
+        last = sb.sandbox_id[-1]
+        provider.terminate(sb.sandbox_id[:-1] + ("1" if last == "0" else "0"))
+        with pytest.raises(InvalidSandboxIdError):
+            provider.terminate(f"../{sb.sandbox_id}")
         assert Sandbox(self.derive(sandbox_config)).terminate() is None
 
     def test_terminate_from_another_handle(

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import seer
 from seer.errors import ConfigProblem, ExecTimeoutError, SandboxNotFoundError, SandboxNotRunningError
+from seer.ids import check_sandbox_id
 from seer.providers.base import (
     Capabilities,
     Command,
@@ -338,6 +339,7 @@ class ToyProvider(Provider):
     """Sandboxes as directories plus processes, written against the public contract only."""
 
     name: ClassVar[str] = "toy"
+    id_pattern: ClassVar[str] = _ID.pattern.strip("^$")
     description: ClassVar[str] = "a throwaway test provider: directories plus processes"
     capabilities: ClassVar[Capabilities] = Capabilities(port_exposure="loopback", max_lifetime=6 * 3600)
 
@@ -420,6 +422,7 @@ class ToyProvider(Provider):
         return found
 
     def terminate(self, machine_id: str) -> None:
+        check_sandbox_id(machine_id, ToyProvider)  # a malformed id is an error, an unknown one not
         try:
             box = self._box(machine_id)
         except SandboxNotFoundError:

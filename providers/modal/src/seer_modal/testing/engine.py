@@ -1,0 +1,374 @@
+"""The Docker side of the fake: each Modal object the fake makes is realised on a local engine.
+
+A sandbox is a container (host networking, so a tunnel is the container's port on 127.0.0.1),
+an image layer is a Docker image built from :func:`seer_modal.testing.layers.render_layer`, a
+volume is a Docker named volume, a filesystem snapshot is ``docker commit``. Everything carries
+the label ``seer.modal-fake=<instance>`` so one fake cleans up exactly what it made.
+
+Every call here blocks; the servicers run them in worker threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import socket
+import struct
+import tarfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+__all__ = ["FAKE_LABEL", "DockerEngine", "ExecProcess", "LayerBuildError", "engine_problem"]
+
+#: Label on every container, image and volume a fake makes; its value is the fake's instance id.
+FAKE_LABEL = "seer.modal-fake"
+#: Repository of the layer images the fake builds (the tag is the layer's content hash).
+LAYER_REPO = "seer-modal-fake"
+#: Where the fake's helpers live inside each sandbox (Modal keeps its own tools there too).
+BIN_DIR = "/__modal/.bin"
+#: The sandbox's environment (secrets included) for its entrypoint; deleted as the sandbox starts.
+ENV_FILE = "/__modal/.env"
+
+#: The sandbox's main process (under Docker's init): load the environment file, delete it (so no
+#: snapshot or ``docker inspect`` holds a secret), then run the entrypoint, or sleep, for at most
+#: the sandbox's timeout. When it ends, so does the container, client or no client.
+_INIT = f"""#!/bin/sh
+t="$1"; shift
+if [ -f {ENV_FILE} ]; then set -a; . {ENV_FILE}; set +a; rm -f {ENV_FILE}; fi
+[ "$#" -gt 0 ] || exec sleep "$t"
+exec timeout -k 2 "$t" "$@"
+"""
+#: The sandbox's init script, inside the container.
+INIT_PATH = f"{BIN_DIR}/seer-fake-init"
+#: The SDK's filesystem tool (see ``_fs_tools.py``), inside the container.
+FS_TOOLS_PATH = f"{BIN_DIR}/modal-sandbox-fs-tools"
+
+
+class LayerBuildError(RuntimeError):
+    """A layer's Docker build failed; the message ends with the tail of its log."""
+
+
+def docker_client() -> DockerClient:
+    """A client of the engine ``DOCKER_HOST`` (or the local socket) names, with room for many
+    concurrent blocking calls (one ``wait`` per sandbox, one stream per exec)."""
+    import docker
+
+    return docker.from_env(timeout=300, max_pool_size=64)
+
+
+def engine_problem(base_image: str) -> str | None:
+    """Why sandboxes cannot be realised here (no engine, or no local base image), or None."""
+    try:
+        client = docker_client()
+        client.ping()
+    except Exception as exc:
+        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
+    from docker.errors import ImageNotFound
+
+    try:
+        client.images.get(base_image)
+    except ImageNotFound:
+        return f"the Docker engine has no local base image {base_image} (scripts/docker-engine builds it)"
+    return None
+
+
+def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
+    """A tar archive of ``{path: (data, mode)}``."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, (data, mode) in files.items():
+            info = tarfile.TarInfo(name.lstrip("/"))
+            info.size = len(data)
+            info.mode = mode
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+class _Frames:
+    """Demultiplexes Docker's attach stream: an 8-byte header (stream, 0, 0, 0, size), then data."""
+
+    def __init__(self, on_data: Callable[[int, bytes], None]):
+        self._buf = bytearray()
+        self._on_data = on_data
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+        while len(self._buf) >= 8:
+            kind, size = struct.unpack(">BxxxL", self._buf[:8])
+            if len(self._buf) < 8 + size:
+                return
+            payload = bytes(self._buf[8 : 8 + size])
+            del self._buf[: 8 + size]
+            if payload:
+                self._on_data(kind, payload)
+
+
+class ExecProcess:
+    """One command run with the exec API, stdin attached, its output pumped by a thread.
+
+    ``on_data(fd, data)`` gets each piece of output (fd 1 stdout, 2 stderr) as it comes;
+    ``on_exit(code)`` is called once, after the last piece.
+    """
+
+    def __init__(
+        self,
+        client: DockerClient,
+        container_id: str,
+        argv: list[str],
+        *,
+        env: Mapping[str, str],
+        workdir: str | None,
+        on_data: Callable[[int, bytes], None],
+        on_exit: Callable[[int], None],
+    ):
+        self._api = client.api
+        self.id: str = self._api.exec_create(
+            container_id, argv, stdin=True, environment=dict(env), workdir=workdir or None
+        )["Id"]
+        self._socket = self._api.exec_start(self.id, socket=True)
+        self._raw: socket.socket = getattr(self._socket, "_sock", self._socket)
+        self._on_data = on_data
+        self._on_exit = on_exit
+        self._stdin_lock = threading.Lock()
+        threading.Thread(target=self._pump, daemon=True, name=f"fake-modal-exec-{self.id[:8]}").start()
+
+    def write(self, data: bytes) -> None:
+        """Send ``data`` to the command's stdin (ignored once the command is gone)."""
+        with self._stdin_lock, contextlib.suppress(OSError):
+            self._raw.sendall(data)
+
+    def close_stdin(self) -> None:
+        with self._stdin_lock, contextlib.suppress(OSError):
+            self._raw.shutdown(socket.SHUT_WR)
+
+    def _running(self) -> bool:
+        try:
+            return bool(self._api.exec_inspect(self.id)["Running"])
+        except Exception:
+            return False
+
+    def _pump(self) -> None:
+        frames = _Frames(self._on_data)
+        raw = self._raw
+        try:
+            while True:
+                raw.settimeout(0.5)
+                try:
+                    data = raw.recv(1 << 16)
+                except TimeoutError:
+                    # A background child can hold the stream open after the command has ended.
+                    if not self._running():
+                        self._drain(frames)
+                        break
+                    continue
+                except OSError:
+                    break
+                if not data:
+                    break
+                frames.feed(data)
+        finally:
+            with contextlib.suppress(OSError):
+                raw.close()
+            self._on_exit(self._exit_code())
+
+    def _drain(self, frames: _Frames) -> None:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            self._raw.settimeout(0.1)
+            try:
+                data = self._raw.recv(1 << 16)
+            except (TimeoutError, OSError):
+                return
+            if not data:
+                return
+            frames.feed(data)
+
+    def _exit_code(self) -> int:
+        """The command's exit status; 137 (killed) when its container is gone."""
+        for _ in range(100):
+            try:
+                info = self._api.exec_inspect(self.id)
+            except Exception:
+                return 137
+            if not info["Running"] and info["ExitCode"] is not None:
+                return int(info["ExitCode"])
+            time.sleep(0.02)
+        return 137
+
+
+class DockerEngine:
+    """What one fake made on the engine, and how it makes more."""
+
+    def __init__(self, instance: str, base_image: str):
+        self.instance = instance
+        self.client = docker_client()
+        self.base_image_id: str = str(self.client.images.get(base_image).id)
+        self._images: list[str] = []
+        self._lock = threading.Lock()
+        tools = (Path(__file__).with_name("_fs_tools.py")).read_bytes()
+        self._bin = {INIT_PATH: (_INIT.encode(), 0o755), FS_TOOLS_PATH: (tools, 0o755)}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {FAKE_LABEL: self.instance}
+
+    # --- images ------------------------------------------------------------------------------
+    def find_layer(self, key: str) -> str | None:
+        """The Docker image id of the layer with content hash ``key``, if the engine has it."""
+        from docker.errors import ImageNotFound
+
+        try:
+            return str(self.client.images.get(f"{LAYER_REPO}:{key[:24]}").id)
+        except ImageNotFound:
+            return None
+
+    def build_layer(
+        self, key: str, dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]
+    ) -> tuple[str, list[str]]:
+        """Build one layer; return its Docker image id and the build's log lines."""
+        files = {name: (data, 0o644) for name, data in context_files.items()}
+        files["Dockerfile"] = (dockerfile.encode(), 0o644)
+        tag = f"{LAYER_REPO}:{key[:24]}"
+        log: list[str] = []
+        stream = self.client.api.build(
+            fileobj=io.BytesIO(_tar(files)),
+            custom_context=True,
+            tag=tag,
+            labels={**self.labels, "seer.modal-fake.layer": key},
+            buildargs=dict(build_args) or None,
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        for chunk in stream:
+            if "error" in chunk:
+                tail = "".join(log[-30:]).rstrip()
+                raise LayerBuildError(f"{chunk['error'].strip()}\n--- build log (tail) ---\n{tail}")
+            text = chunk.get("stream") or chunk.get("status") or ""
+            if text:
+                log.append(text if text.endswith("\n") else text + "\n")
+        image_id = self.find_layer(key)
+        if image_id is None:
+            raise LayerBuildError(f"the build of layer {key[:12]} left no image {tag}")
+        with self._lock:
+            self._images.append(image_id)
+        return image_id, log
+
+    def commit(self, container_id: str, snapshot_id: str) -> str:
+        """``docker commit`` a sandbox's filesystem; return the new image's id."""
+        container = self.client.containers.get(container_id)
+        image = container.commit(
+            repository=f"{LAYER_REPO}-snapshot",
+            tag=snapshot_id.lower(),
+            changes=[f"LABEL {FAKE_LABEL}={self.instance}"],
+        )
+        with self._lock:
+            self._images.append(str(image.id))
+        return str(image.id)
+
+    # --- volumes ---------------------------------------------------------------------------
+    def ensure_volume(self, name: str) -> None:
+        from docker.errors import NotFound
+
+        try:
+            self.client.volumes.get(name)
+        except NotFound:
+            self.client.volumes.create(name, labels=self.labels)
+
+    # --- sandboxes -------------------------------------------------------------------------
+    def run(
+        self,
+        *,
+        name: str,
+        image: str,
+        args: Iterable[str],
+        timeout: int,
+        env: Mapping[str, str],
+        workdir: str | None,
+        volumes: Mapping[str, tuple[str, bool]],
+        labels: Mapping[str, str],
+    ) -> str:
+        """Create and start a sandbox container; return its id.
+
+        ``volumes``: Docker volume name to (mount path, read only).
+        """
+        env_file = "".join(f"{key}={shlex.quote(value)}\n" for key, value in env.items())
+        container = self.client.containers.create(
+            image,
+            entrypoint=[INIT_PATH],
+            command=[str(int(timeout)), *args],
+            name=name,
+            labels={**self.labels, **labels},
+            init=True,
+            network_mode="host",
+            working_dir=workdir or None,
+            volumes={
+                vol: {"bind": path, "mode": "ro" if ro else "rw"} for vol, (path, ro) in volumes.items()
+            },
+        )
+        try:
+            files = dict(self._bin)
+            if env_file:
+                files[ENV_FILE] = (env_file.encode(), 0o600)
+            container.put_archive("/", _tar(files))
+            container.start()
+        except BaseException:
+            self.remove(str(container.id))
+            raise
+        return str(container.id)
+
+    def wait(self, container_id: str) -> int | None:
+        """Block until the container exits; its exit status, or None if it is gone already."""
+        from docker.errors import APIError
+
+        try:
+            return int(self.client.api.wait(container_id, timeout=None)["StatusCode"])
+        except (APIError, KeyError, ValueError):
+            return None
+
+    def remove(self, container_id: str) -> None:
+        """Kill and remove a container (idempotent)."""
+        from docker.errors import APIError, NotFound
+
+        with contextlib.suppress(NotFound):
+            try:
+                self.client.api.remove_container(container_id, force=True)
+            except APIError as exc:
+                if exc.status_code != 409:  # removal already in progress
+                    raise
+
+    def containers(self) -> list[Any]:
+        """This fake's containers that still exist."""
+        return list(
+            self.client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{FAKE_LABEL}={self.instance}"}
+            )
+        )
+
+    # --- teardown --------------------------------------------------------------------------
+    def cleanup(self) -> None:
+        """Remove every container, volume and image this fake made."""
+        from docker.errors import APIError, NotFound
+
+        for container in self.containers():
+            with contextlib.suppress(APIError):
+                self.remove(str(container.id))
+        for volume in self.client.volumes.list(filters={"label": f"{FAKE_LABEL}={self.instance}"}):
+            with contextlib.suppress(NotFound, APIError):
+                volume.remove(force=True)
+        with self._lock:
+            images, self._images = self._images[::-1], []
+        for image_id in images:
+            with contextlib.suppress(NotFound, APIError):
+                self.client.images.remove(image_id, force=True)
+        with contextlib.suppress(Exception):
+            self.client.close()

@@ -1,0 +1,27 @@
+"""The ``fake_modal`` pytest fixture: one :class:`FakeModal` per test session, the modal SDK
+of the test process pointed at it. Import it into a ``conftest.py``::
+
+    from seer_modal.testing.pytest_plugin import fake_modal  # noqa: F401
+
+Tests using it skip, saying why, when no Docker engine (or no local base image) is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from seer_modal.testing.fake import FakeModal
+
+__all__ = ["fake_modal"]
+
+
+@pytest.fixture(scope="session")
+def fake_modal() -> Iterator[FakeModal]:
+    """A started fake Modal server, active for the modal SDK; all it made is removed after."""
+    problem = FakeModal.problem()
+    if problem:
+        pytest.skip(f"no fake Modal here: {problem}")
+    with FakeModal() as fake, fake.activate():
+        yield fake
