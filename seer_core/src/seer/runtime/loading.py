@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -236,7 +236,7 @@ def kernel_namespace(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -
     return ns
 
 
-def _loaded_as(target: Any, entries: list[Mapping[str, Any]]) -> str | None:
+def _loaded_as(target: Any, entries: Sequence[Mapping[str, Any]]) -> str | None:
     """The var_name of the loaded model ``target`` (a repo id or a directory) names, if any."""
     from seer.runtime.models import manifest_entry
 
