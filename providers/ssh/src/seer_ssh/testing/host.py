@@ -285,7 +285,8 @@ def remove_host_images(client: DockerClient | None = None) -> list[str]:
     return removed
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now (another process may take it before it is used)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -298,6 +299,7 @@ class SshHost:
     do). ``authorized_keys``: the public key lines that may log in; None makes a key pair for the
     test (:attr:`key_path`). ``env``: set in the container and in every SSH session of the user.
     ``volumes``: Docker named volume to mount path. ``labels``: extra container labels.
+    ``port``: sshd's port (default: a free one, chosen again if it is taken before sshd binds it).
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -314,6 +316,7 @@ class SshHost:
         labels: Mapping[str, str] | None = None,
         base_image: str = DEFAULT_BASE_IMAGE,
         name: str | None = None,
+        port: int | None = None,
     ):
         if not _USER_NAME.match(user):
             raise ValueError(f"user {user!r} is not a valid login name (lowercase, [a-z0-9_-], at most 32)")
@@ -339,7 +342,8 @@ class SshHost:
             authorized_keys = [self.public_key]
         self.authorized_keys = [line.strip() for line in authorized_keys if line.strip()]
         self._host_private, self.host_key_line = new_ed25519_key()
-        self.port = 0
+        self._fixed_port = port
+        self.port = port or 0
         self.container: Any = None
         self._client: DockerClient | None = None
 
@@ -363,8 +367,8 @@ class SshHost:
         self._client = docker_client()
         image = host_image(self.base_image, self._client)
         last = ""
-        for _ in range(3):  # a free port can be taken between choosing and binding it
-            self.port = _free_port()
+        for _ in range(1 if self._fixed_port else 3):  # a free port can be taken before sshd binds it
+            self.port = self._fixed_port or free_port()
             try:
                 self._run(image)
                 self._wait_ready(timeout=30)
@@ -439,6 +443,15 @@ class SshHost:
             with contextlib.suppress(NotFound, APIError):
                 self.container.remove(force=True)
             self.container = None
+
+    def halt(self) -> None:
+        """Stop the container, keeping it and its filesystem (a machine powered off)."""
+        self.container.stop(timeout=2)
+
+    def restart(self) -> None:
+        """Start a halted container again and wait until sshd answers on the same port."""
+        self.container.start()
+        self._wait_ready(timeout=30)
 
     @property
     def running(self) -> bool:
