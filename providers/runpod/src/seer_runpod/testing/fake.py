@@ -665,7 +665,7 @@ class _Root:
 
         def lowest_price(info: Any, input: dict[str, Any] | None = None) -> dict[str, Any]:
             secure = (input or {}).get("secureCloud")
-            price = gpu.price({True: "SECURE", False: "COMMUNITY"}.get(secure, "ALL"))
+            price = gpu.price("ALL" if secure is None else "SECURE" if secure else "COMMUNITY")
             status = "High" if free >= 8 else "Medium" if free >= 3 else "Low" if free >= 1 else None
             return {
                 "gpuName": gpu.display_name,
