@@ -47,6 +47,8 @@ __all__ = [
     "RepoConfig",
     "SandboxConfig",
     "format_loc",
+    "known_gpu_types",
+    "problems_from",
 ]
 
 DEFAULT_PROVIDER = "local"
@@ -109,6 +111,16 @@ _LOADING_KNOBS = frozenset(
         "attn_implementation",
     }
 )
+
+
+def known_gpu_types() -> set[str]:
+    """Every GPU name seer (:data:`GPU_CATALOGUE`) or an installed provider understands."""
+    from seer.plugins import providers
+
+    names = set(GPU_CATALOGUE)
+    for reg in providers().values():
+        names |= set(reg.cls.capabilities.gpu_types)
+    return names
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -179,10 +191,14 @@ def _unknown_field_message(name: str, owner: type[BaseModel] | None) -> str:
     return f"unknown field{hint}; {listing}"
 
 
-def _problems_from(
+def problems_from(
     exc: ValidationError, prefix: tuple[int | str, ...] = (), model: type[BaseModel] | None = None
 ) -> list[ConfigProblem]:
-    """One :class:`ConfigProblem` per pydantic error, located by the full dotted field path."""
+    """One :class:`ConfigProblem` per pydantic error, located by the full dotted field path.
+
+    ``prefix`` is where the validated value sits in the config (a provider validating
+    ``provider_options`` passes ``("provider_options",)``); ``model`` is the config class that was
+    validated, so an unknown field's message can list the fields it has."""
     problems = []
     for err in exc.errors(include_url=False):
         # Drop pydantic's internal tags (e.g. "function-after[...]") from the location.
@@ -215,7 +231,7 @@ def _validating(cls: type[BaseModel]) -> Iterator[None]:
     except ValidationError as exc:
         if depth:
             raise
-        raise ConfigError(_problems_from(exc, model=cls), title=f"Invalid {cls.__name__}") from None
+        raise ConfigError(problems_from(exc, model=cls), title=f"Invalid {cls.__name__}") from None
     finally:
         _depth.reset(token)
 
@@ -754,8 +770,6 @@ class SandboxConfig(_Strict):
     def _check_gpu(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from seer.plugins import known_gpu_types
-
         known = known_gpu_types()
         if value in known:
             return value

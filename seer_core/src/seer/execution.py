@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from seer.errors import ConfigError, NotebookError
+from seer.outputs import DEFAULT_OUTPUTS_DIR  # where notebooks are mirrored on the client
 
 if TYPE_CHECKING:
     from seer.cli_session import CliSession
@@ -37,9 +38,6 @@ __all__ = [
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
-#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``
-#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set).
-DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -82,7 +80,7 @@ def create_notebook_session(
         raise ConfigError(
             f"name: {name!r} is not a usable notebook name (letters, digits, '.', '_', '-'; at most 100)"
         )
-    service = sandbox._services.get("jupyter")
+    service = sandbox.services.get("jupyter")
     if not service:
         raise NotebookError(
             f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -269,16 +269,6 @@ def get_expose_mode(name: str) -> type[ExposeMode]:
 def get_execution_mode(name: str) -> type[ExecutionModePlugin]:
     """The execution mode class registered as ``name``."""
     return _lookup(execution_modes(), "execution mode", name)
-
-
-def known_gpu_types() -> set[str]:
-    """Every GPU name seer or an installed provider understands."""
-    from seer.config import GPU_CATALOGUE
-
-    names = set(GPU_CATALOGUE)
-    for reg in providers().values():
-        names |= set(cast("type[Provider]", reg.cls).capabilities.gpu_types)
-    return names
 
 
 def hook() -> Any:

@@ -27,6 +27,7 @@ from seer.ids import SAFE_ID
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
     from seer.config import RepoConfig, SandboxConfig
 
 __all__ = [
@@ -413,12 +414,13 @@ class Provider(ABC):
             )
         if cls.options_model is not None:
             from pydantic import ValidationError
-            from seer.config import _problems_from
+
+            from seer.config import problems_from
 
             try:
                 cls.options_model.model_validate(config.provider_options)
             except ValidationError as exc:
-                problems += _problems_from(exc, ("provider_options",))
+                problems += problems_from(exc, ("provider_options",))
         elif config.provider_options:
             problems.append(ConfigProblem("provider_options", f"provider {cls.name!r} takes no options"))
         return problems
