@@ -226,7 +226,7 @@ class _ServerLaunch:
         last = "no answer"
         while True:
             sandbox = self._sandbox()
-            if self._stop.is_set() or sandbox is None or sandbox._machine is None:
+            if self._stop.is_set() or sandbox is None or not sandbox.started:
                 self._failure = "stopped"
                 return
             try:
@@ -281,11 +281,11 @@ class _ServerLaunch:
         # The server may have started before core set these (the models step runs after it):
         # kernels started from now on get them through the kernelspec, kernels already running
         # (the one started ahead of time) from this file, read by the session's first cell.
-        overlay = dict(sandbox._env)
+        overlay = dict(sandbox.env)
         sandbox.machine.write_bytes(self.kernel_env_file, json.dumps(overlay).encode(), mode=0o600)
         if overlay:
             self._write_kernelspec(overlay)
-        sandbox._set_service(
+        sandbox.set_service(
             "jupyter",
             {
                 "url": client.url,
@@ -298,13 +298,13 @@ class _ServerLaunch:
                 "warm_kernel": self.warm_kernel,
             },
         )
-        sandbox._set_service("jupyter_url", client.jupyter_url)
+        sandbox.set_service("jupyter_url", client.jupyter_url)
 
 
 def _warm_modules(sandbox: Sandbox) -> list[str]:
     """What a kernel should import at start-up: what loading the sandbox's models needs."""
     config = sandbox.config
-    env = {**config.env, **sandbox._env}
+    env = {**config.env, **sandbox.env}
     if not config.models and "SEER_MODELS_MANIFEST" not in env:
         return []
     names = ["torch", "transformers", "transformers.modeling_utils", "seer.runtime.loading"]
