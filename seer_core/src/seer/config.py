@@ -299,7 +299,9 @@ def _nul_bytes(
 
 
 class ExecutionMode(enum.StrEnum):
-    """How the agent works with the sandbox. Names are case-insensitive: ``"NOTEBOOK"`` works."""
+    """seer's built-in execution modes: how the agent works with the sandbox. Names are
+    case-insensitive: ``"NOTEBOOK"`` works. ``SandboxConfig.execution_mode`` also takes the name
+    of any mode a plugin registers (``seer_register_execution_modes``), as a plain string."""
 
     NOTEBOOK = "notebook"  #: a Jupyter kernel in the sandbox, models pre-loaded
     CLI = "cli"  #: a shell in the sandbox
@@ -310,6 +312,32 @@ class ExecutionMode(enum.StrEnum):
         if isinstance(value, str):
             return cls.__members__.get(value.upper()) or cls._value2member_map_.get(value.lower())  # type: ignore[return-value]
         return None
+
+
+def _execution_mode(value: Any) -> Any:
+    """A built-in mode's name as its :class:`ExecutionMode` member (found without loading any
+    plugin), a registered plugin mode's name as that name; anything else is refused, listing the
+    registered modes (and the extra that installs the mode, where a known one does)."""
+    if isinstance(value, ExecutionMode) or not isinstance(value, str):
+        return value
+    try:
+        return ExecutionMode(value)
+    except ValueError:
+        pass
+    from seer.plugins import execution_modes, install_hint
+
+    registered = list(execution_modes())
+    match = next((n for n in registered if n == value), None) or next(
+        (n for n in registered if n.lower() == value.strip().lower()), None
+    )
+    if match is not None:
+        return match
+    ordered = [m.value for m in ExecutionMode] + sorted(set(registered) - {m.value for m in ExecutionMode})
+    hint = install_hint("execution mode", value)
+    listing = ", ".join(repr(n) for n in ordered)
+    raise ValueError(
+        f"unknown execution mode {value!r}; registered modes: {listing}" + (f". {hint}" if hint else "")
+    )
 
 
 # --- value checks shared by several fields ----------------------------------------------------
@@ -680,8 +708,9 @@ class SandboxConfig(_Strict):
 
     gpu: str | None = Field(None, description="GPU type (see GPU_CATALOGUE) or None for CPU")
     gpu_count: int = Field(1, ge=1, le=16, description="number of GPUs")
-    execution_mode: ExecutionMode = Field(
-        ExecutionMode.NOTEBOOK, description="how the agent works: notebook, cli or local"
+    execution_mode: ExecutionMode | str = Field(
+        ExecutionMode.NOTEBOOK,
+        description="how the agent works: notebook, cli, local or a plugin's registered mode",
     )
     models: list[ModelConfig] = Field(default_factory=list, description="models to download")
     repos: list[RepoConfig] = Field(default_factory=list, description="git repos to clone")
@@ -709,6 +738,11 @@ class SandboxConfig(_Strict):
     )
 
     # --- field checks ---------------------------------------------------------------------
+    @field_validator("execution_mode", mode="before")
+    @classmethod
+    def _check_execution_mode(cls, value: Any) -> Any:
+        return _execution_mode(value)
+
     @field_validator("models", mode="before")
     @classmethod
     def _models_from_strings(cls, value: Any) -> Any:

@@ -84,7 +84,7 @@ def create_notebook_session(
     if not service:
         raise NotebookError(
             f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
-            f"{sandbox.config.execution_mode.value!r}); start it with execution_mode='notebook'"
+            f"{str(sandbox.config.execution_mode)!r}); start it with execution_mode='notebook'"
         )
     client = JupyterClient(service["url"], service["token"])
     path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("session-%Y%m%d-%H%M%S"))

@@ -105,7 +105,7 @@ class Sandbox:
         secret_values = config.preflight()
         prune_records()
         provider = plugins.get_provider(self._provider_name)
-        mode_cls = plugins.get_execution_mode(config.execution_mode.value)
+        mode_cls = plugins.get_execution_mode(str(config.execution_mode))
         self._name = name or getattr(config, "name", None) or "sandbox"
         progress = Progress(enabled=False) if quiet else self._progress
         spec = MachineSpec(

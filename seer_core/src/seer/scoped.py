@@ -89,7 +89,7 @@ class ScopedSandbox(Sandbox):
         if config.execution_mode is not ExecutionMode.LOCAL:
             if "execution_mode" in config.model_fields_set:
                 warnings.warn(
-                    f"ScopedSandbox serves interfaces and starts no {config.execution_mode.value!r} "
+                    f"ScopedSandbox serves interfaces and starts no {str(config.execution_mode)!r} "
                     "environment: execution_mode is taken as 'local'",
                     stacklevel=2,
                 )

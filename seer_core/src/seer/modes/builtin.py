@@ -117,7 +117,7 @@ def seer_sandbox_provisioned(sandbox: Sandbox) -> None:
     from seer import plugins
 
     try:
-        if sandbox.config.execution_mode.value != "notebook" or not sandbox.machine.packages_installed:
+        if sandbox.config.execution_mode != "notebook" or not sandbox.machine.packages_installed:
             return
         mode = plugins.get_execution_mode("notebook")
         if not (isinstance(mode, type) and issubclass(mode, NotebookMode)):
