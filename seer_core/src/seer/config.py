@@ -574,7 +574,9 @@ class RepoConfig(_Strict):
 
     url: str = Field(description="owner/repo, a git URL, file:// URL or a local path")
     ref: str | None = Field(None, description="branch, tag or commit to check out")
-    dockerfile: str | None = Field(None, description="Dockerfile in the repo used for the image")
+    dockerfile: str | None = Field(
+        None, description="Dockerfile in the repo the image is built from (providers that build images)"
+    )
     install: bool | str = Field(False, description="pip install -e the repo, or a shell command")
 
     @field_validator("url")
@@ -731,7 +733,9 @@ class SandboxConfig(_Strict):
     local_dirs: list[_DirPair] = Field(
         default_factory=list, description="(local dir, sandbox path) pairs copied in"
     )
-    debug: bool = Field(False, description="start a VS Code server where the provider can")
+    debug: bool = Field(
+        False, description="start a VS Code server (only on a provider with the code_server capability)"
+    )
     provider: str | None = Field(None, description="provider name; default $SEER_PROVIDER or 'local'")
     provider_options: dict[str, Any] = Field(
         default_factory=dict, description="options for the chosen provider (validated by it)"
