@@ -115,11 +115,11 @@ _LOADING_KNOBS = frozenset(
 
 def known_gpu_types() -> set[str]:
     """Every GPU name seer (:data:`GPU_CATALOGUE`) or an installed provider understands."""
-    from seer.plugins import providers
+    from seer.plugins import get_provider_class, providers
 
     names = set(GPU_CATALOGUE)
-    for reg in providers().values():
-        names |= set(reg.cls.capabilities.gpu_types)
+    for name in providers():
+        names |= set(get_provider_class(name).capabilities.gpu_types)
     return names
 
 
