@@ -106,6 +106,30 @@ class NotebookMode(ExecutionModePlugin):
         launch.complete()
         launch.finalize()
 
+    def restart_server(self, sandbox: Sandbox) -> str:
+        """Start the sandbox's Jupyter server again (after it died, or to reset it); return its
+        new ``jupyter_url``.
+
+        What is left of the old server is stopped first, its kernels included (a kernel orphaned
+        by a crashed server would keep its models in GPU memory). The new server keeps the old
+        token and, when it is free, the old port, so a ``jupyter_url`` printed earlier still
+        reaches it; its kernels get the sandbox's variables (model paths, the manifest) as at
+        start-up, so a new session loads the models again. Jupyter sessions and kernels do not
+        survive: open a new session (:meth:`seer.notebook.NotebookSession.reopen` keeps a
+        session's notebook going on the new server).
+        """
+        old = sandbox.services.get("jupyter") or {}
+        sandbox.machine.stop_process("jupyter")
+        if old.get("runtime_dir"):
+            _stop_kernels(sandbox, str(old["runtime_dir"]))
+        launch = _ServerLaunch(
+            sandbox, self.kernel_name, self.start_timeout, token=old.get("token"), port=old.get("port")
+        )
+        launch.write_files()
+        launch.complete()
+        launch.finalize()
+        return str(sandbox.jupyter_url)
+
 
 #: Servers started when their sandbox was provisioned, waiting for ``prepare``.
 _EARLY: weakref.WeakKeyDictionary[Sandbox, _ServerLaunch] = weakref.WeakKeyDictionary()
@@ -139,7 +163,15 @@ class _ServerLaunch:
     then, for a sandbox with models, starts the first kernel.
     """
 
-    def __init__(self, sandbox: Sandbox, kernel_name: str, timeout: float):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        kernel_name: str,
+        timeout: float,
+        *,
+        token: str | None = None,
+        port: int | None = None,
+    ):
         machine = sandbox.machine
         # A weak reference: this object is the value of a WeakKeyDictionary keyed by the sandbox.
         self._sandbox = weakref.ref(sandbox)
@@ -154,9 +186,11 @@ class _ServerLaunch:
             "IPYTHONDIR": f"{jdir}/ipython",
         }
         self.kernel_env_file = f"{jdir}/kernel-env.json"
-        self.token = secrets.token_urlsafe(32)
+        self.token = token or secrets.token_urlsafe(32)
         self.warm = _warm_modules(sandbox)
         self.port = 0
+        #: a port to try first (a restarted server keeps its URL when it can)
+        self._preferred_port = port
         self.client: JupyterClient | None = None
         self.warm_kernel: str | None = None
         self._thread: threading.Thread | None = None
@@ -171,7 +205,8 @@ class _ServerLaunch:
         return sandbox
 
     def write_files(self) -> None:
-        self._write_kernelspec({})
+        # The variables core has set so far (all of them, for a server started again later).
+        self._write_kernelspec(dict(self.sandbox.env))
         if self.warm:
             kernel_config = {"IPKernelApp": {"exec_lines": [_WARM_UP.format(names=self.warm)]}}
             self.sandbox.write_file(
@@ -201,13 +236,22 @@ class _ServerLaunch:
             self._stop.set()
             self._thread.join(timeout=10)
             machine.stop_process("jupyter")
-        self.port = _free_port(self.sandbox)
+        self.port = self._preferred_port or _free_port(self.sandbox)
+        self._preferred_port = None  # a retry (the port was taken) takes a free one
         machine.write_bytes(
             f"{self.dirs['JUPYTER_CONFIG_DIR']}/jupyter_server_config.json",
             json.dumps(_server_config(root=self.root, port=self.port, token=self.token), indent=1).encode(),
             mode=0o600,
         )
-        env = {**self.dirs, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        # Every kernel inherits these: a kernel restarted by the server (which reuses the
+        # environment it first started with) finds the sandbox's variables in SEER_KERNEL_ENV, and
+        # a client that knows only the server's URL learns whose sandbox it is.
+        env = {
+            **self.dirs,
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+            "SEER_KERNEL_ENV": self.kernel_env_file,
+            "SEER_SANDBOX_ID": self.sandbox.sandbox_id,
+        }
         self.sandbox.start_process(
             [machine.python, "-c", _SERVER_LAUNCHER], name="jupyter", env=env, cwd=self.root
         )
@@ -299,6 +343,46 @@ class _ServerLaunch:
             },
         )
         sandbox.set_service("jupyter_url", client.jupyter_url)
+
+
+#: Stops the kernels a dead Jupyter server left behind: processes whose command line names a
+#: connection file in its runtime directory.
+_STOP_KERNELS = """\
+import os, signal, sys, time
+runtime = sys.argv[1].rstrip("/") + "/"
+def kernels():
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\\0")
+        except OSError:
+            continue
+        if any(a.startswith(runtime.encode()) and b"kernel-" in a for a in argv):
+            found.append(int(pid))
+    return found
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    pids = kernels()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    while pids and kernels() and time.monotonic() < deadline:
+        time.sleep(0.1)
+"""
+
+
+def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
+    """Stop kernels of a Jupyter server that is gone (best effort: a machine without ``/proc``
+    keeps them)."""
+    try:
+        sandbox.exec([sandbox.machine.python, "-c", _STOP_KERNELS, runtime_dir], timeout=60)
+    except (OSError, SandboxError) as exc:
+        log.debug("could not stop the old server's kernels: %s", exc)
 
 
 def _warm_modules(sandbox: Sandbox) -> list[str]:
