@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from seer.errors import ConfigError, NotebookError
+from seer.outputs import DEFAULT_OUTPUTS_DIR  # re-exported: where notebooks go on the client
 
 if TYPE_CHECKING:
     from seer.cli_session import CliSession
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from seer.sandbox import Sandbox
 
 __all__ = [
+    "DEFAULT_OUTPUTS_DIR",
     "NOTEBOOK_DIR",
     "create_cli_session",
     "create_local_session",
@@ -38,9 +40,6 @@ __all__ = [
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
-#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``
-#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set).
-DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -84,11 +83,11 @@ def create_notebook_session(
         raise ConfigError(
             f"name: {name!r} is not a usable notebook name (letters, digits, '.', '_', '-'; at most 100)"
         )
-    service = sandbox._services.get("jupyter")
+    service = sandbox.services.get("jupyter")
     if not service:
         raise NotebookError(
             f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
-            f"{sandbox.config.execution_mode.value!r}); start it with execution_mode='notebook'"
+            f"{str(sandbox.config.execution_mode)!r}); start it with execution_mode='notebook'"
         )
     client = JupyterClient(service["url"], service["token"])
     path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("session-%Y%m%d-%H%M%S"))
@@ -177,11 +176,11 @@ def restart_jupyter(sandbox: Sandbox) -> str:
     """
     from seer import plugins
 
-    mode = plugins.get_execution_mode(sandbox.config.execution_mode.value)()
-    if not hasattr(mode, "restart_server") or "jupyter" not in sandbox._services:
+    mode = plugins.get_execution_mode(str(sandbox.config.execution_mode))()
+    if not hasattr(mode, "restart_server") or "jupyter" not in sandbox.services:
         raise NotebookError(
             f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
-            f"{sandbox.config.execution_mode.value!r})"
+            f"{str(sandbox.config.execution_mode)!r})"
         )
     return str(mode.restart_server(sandbox))
 

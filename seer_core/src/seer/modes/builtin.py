@@ -118,7 +118,7 @@ class NotebookMode(ExecutionModePlugin):
         survive: open a new session (:meth:`seer.notebook.NotebookSession.reopen` keeps a
         session's notebook going on the new server).
         """
-        old = sandbox._services.get("jupyter") or {}
+        old = sandbox.services.get("jupyter") or {}
         sandbox.machine.stop_process("jupyter")
         if old.get("runtime_dir"):
             _stop_kernels(sandbox, str(old["runtime_dir"]))
@@ -141,7 +141,7 @@ def seer_sandbox_provisioned(sandbox: Sandbox) -> None:
     from seer import plugins
 
     try:
-        if sandbox.config.execution_mode.value != "notebook" or not sandbox.machine.packages_installed:
+        if sandbox.config.execution_mode != "notebook" or not sandbox.machine.packages_installed:
             return
         mode = plugins.get_execution_mode("notebook")
         if not (isinstance(mode, type) and issubclass(mode, NotebookMode)):
@@ -206,7 +206,7 @@ class _ServerLaunch:
 
     def write_files(self) -> None:
         # The variables core has set so far (all of them, for a server started again later).
-        self._write_kernelspec(dict(self.sandbox._env))
+        self._write_kernelspec(dict(self.sandbox.env))
         if self.warm:
             kernel_config = {"IPKernelApp": {"exec_lines": [_WARM_UP.format(names=self.warm)]}}
             self.sandbox.write_file(
@@ -270,7 +270,7 @@ class _ServerLaunch:
         last = "no answer"
         while True:
             sandbox = self._sandbox()
-            if self._stop.is_set() or sandbox is None or sandbox._machine is None:
+            if self._stop.is_set() or sandbox is None or not sandbox.started:
                 self._failure = "stopped"
                 return
             try:
@@ -325,11 +325,11 @@ class _ServerLaunch:
         # The server may have started before core set these (the models step runs after it):
         # kernels started from now on get them through the kernelspec, kernels already running
         # (the one started ahead of time) from this file, read by the session's first cell.
-        overlay = dict(sandbox._env)
+        overlay = dict(sandbox.env)
         sandbox.machine.write_bytes(self.kernel_env_file, json.dumps(overlay).encode(), mode=0o600)
         if overlay:
             self._write_kernelspec(overlay)
-        sandbox._set_service(
+        sandbox.set_service(
             "jupyter",
             {
                 "url": client.url,
@@ -342,7 +342,7 @@ class _ServerLaunch:
                 "warm_kernel": self.warm_kernel,
             },
         )
-        sandbox._set_service("jupyter_url", client.jupyter_url)
+        sandbox.set_service("jupyter_url", client.jupyter_url)
 
 
 #: Stops the kernels a dead Jupyter server left behind: processes whose command line names a
@@ -388,7 +388,7 @@ def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
 def _warm_modules(sandbox: Sandbox) -> list[str]:
     """What a kernel should import at start-up: what loading the sandbox's models needs."""
     config = sandbox.config
-    env = {**config.env, **sandbox._env}
+    env = {**config.env, **sandbox.env}
     if not config.models and "SEER_MODELS_MANIFEST" not in env:
         return []
     names = ["torch", "transformers", "transformers.modeling_utils", "seer.runtime.loading"]
