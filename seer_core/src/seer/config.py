@@ -736,6 +736,11 @@ class SandboxConfig(_Strict):
     debug: bool = Field(
         False, description="start a VS Code server (only on a provider with the code_server capability)"
     )
+    toolkit: bool = Field(
+        True,
+        description="make seer-toolkit's modules (steering_hook, extract_activations, ...) importable "
+        "in notebook kernels, when seer-toolkit is installed on this machine",
+    )
     provider: str | None = Field(None, description="provider name; default $SEER_PROVIDER or 'local'")
     provider_options: dict[str, Any] = Field(
         default_factory=dict, description="options for the chosen provider (validated by it)"
