@@ -104,6 +104,31 @@ def _from_pretrained(path: str, device: str, device_map: Any, dtype: Any) -> Any
     return model.to("cuda:0" if device == "cuda" else device)  # type: ignore[arg-type]
 
 
+#: What loading models in the sandbox imports: (module, distribution), in the order checked.
+_LOADING_MODULES = (("torch", "torch"), ("transformers", "transformers"))
+_LOADING_PURPOSE = (
+    "loading the sandbox's models into the kernel (add it to the config's python_packages, or "
+    "install seer's models extra where the sandbox's Python runs: on the local provider, here)"
+)
+
+
+def _require_loading_packages(peft: bool = False) -> None:
+    """Raise :class:`~seer.errors.MissingExtraError` naming the package and the ``models`` extra
+    when torch, transformers (or, for an adapter, peft) is not installed in the sandbox, instead of
+    a bare ``No module named 'transformers'`` from the model-loading cell."""
+    import importlib
+
+    from seer.errors import MissingExtraError
+
+    for module, distribution in (*_LOADING_MODULES, *((("peft", "peft"),) if peft else ())):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            raise MissingExtraError(distribution, "models", _LOADING_PURPOSE, module=module) from None
+
+
 def _has_tokenizer(path: str) -> bool:
     return any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES)
 
@@ -117,6 +142,7 @@ def load_model(entry: Mapping[str, Any], *, device: str | None = None) -> tuple[
     adapter from ``path`` is applied with ``peft``; the tokenizer comes from the adapter's directory
     when it has one, else from the base's. For a hidden model, :func:`scrub_identity` runs on both.
     """
+    _require_loading_packages(peft=bool(entry.get("is_peft")))
     from transformers import AutoTokenizer
 
     path = str(entry["path"])
