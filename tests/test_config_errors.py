@@ -104,7 +104,7 @@ CASES = [
         "models[0].device",
         "unknown device 'gpu'; valid: auto",
     ),
-    Case("model-dtype-float8", {"models": [{"name": "gpt2", "dtype": "float8"}]}, "models[0].dtype", "float16"),
+    Case("model-dtype-fp8", {"models": [{"name": "m/x", "dtype": "fp8"}]}, "models[0].dtype", "float16"),
     Case(
         "model-device-cuda-without-gpu",
         {"models": [{"name": "gpt2", "device": "cuda:0"}]},
@@ -417,7 +417,7 @@ CASES = [
     ),
     # --- provider -------------------------------------------------------------------------
     Case("provider-unknown", {"provider": "nope"}, "provider", "'nope'; installed: "),
-    Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]"'),
+    Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]>=0.2"'),
     Case(
         "provider-from-env-unknown",
         {},

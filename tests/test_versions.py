@@ -86,7 +86,13 @@ def test_every_member_found_is_in_the_workspace() -> None:
 
 
 def test_the_version_is_above_the_unrelated_public_seer() -> None:
+    from packaging.specifiers import SpecifierSet
     from packaging.version import Version
+    from seer.errors import OUR_VERSIONS
+
+    # Install hints say `pip install "seer[x]>=0.2"`: this release must satisfy that, the other not.
+    assert Version(VERSION) in SpecifierSet(OUR_VERSIONS)
+    assert Version(UNRELATED_PUBLIC_SEER) not in SpecifierSet(OUR_VERSIONS)
 
     assert Version(VERSION) > Version(UNRELATED_PUBLIC_SEER), (
         f"version {VERSION} is not above {UNRELATED_PUBLIC_SEER}, the unrelated `seer` on the public "

@@ -10,6 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+#: What install hints append to ``seer[<extra>]``: asking for at least this version keeps pip from
+#: taking the unrelated ``seer`` 0.1.1 on the public index instead (tests/test_versions.py checks
+#: that this release satisfies it and that one does not).
+OUR_VERSIONS = ">=0.2"
+
 
 class SeerError(Exception):
     """Base class of every error seer raises on purpose."""
@@ -273,6 +278,7 @@ class MissingExtraError(SeerError, ImportError):
         self.package, self.extra, self.purpose = package, extra, purpose
         super().__init__(
             f"{purpose} needs {package}, which is not installed here. Install seer's {extra!r} extra: "
-            f'pip install "seer[{extra}]>=0.2" (a package of your own depends on "seer-core[{extra}]")',
+            f'pip install "seer[{extra}]{OUR_VERSIONS}" '
+            f'(a package of your own depends on "seer-core[{extra}]")',
             name=module,
         )
