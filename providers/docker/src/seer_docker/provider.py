@@ -35,6 +35,7 @@ import json
 import os
 import posixpath
 import secrets
+import select
 import socket
 import struct
 import threading
@@ -167,8 +168,16 @@ class DockerMachine(ExecMachine):
             self._guard(exc)
             raise SandboxError(f"exec in sandbox {self.id} failed: {exc.explanation or exc}") from None
         raw: socket.socket = getattr(sock, "_sock", sock)
-        raw.settimeout(None)
-        pump.read_stream(lambda: raw.recv(65536), _Frames(pump).feed, close=raw.close)
+        raw.settimeout(None)  # blocking: stdin's sendall (another thread) must not time out
+        pending = getattr(raw, "pending", lambda: 0)  # TLS: data already decrypted
+
+        def read() -> bytes | None:
+            if not pending() and not select.select([raw], [], [], 0.1)[0]:
+                return None
+            return raw.recv(65536)
+
+        # one multiplexed socket: read on this thread, no hand-off per command
+        pump.read_stream(read, _Frames(pump).feed, close=raw.close, inline=True)
         if stdin is not None:
             pump.send(stdin, raw.sendall, lambda: raw.shutdown(socket.SHUT_WR))
         ended: dict[str, Any] = {}
@@ -185,12 +194,7 @@ class DockerMachine(ExecMachine):
             time.sleep(min(seconds, 0.02))
             return False
 
-        try:
-            pump.wait(exited, drain=5.0)
-        finally:
-            # wakes the reader, which closes the socket
-            with contextlib.suppress(OSError):
-                raw.shutdown(socket.SHUT_RDWR)
+        pump.wait(exited, drain=5.0)
         if "code" not in ended:
             raise self.not_running()
         return ended["code"]

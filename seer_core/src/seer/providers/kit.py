@@ -152,6 +152,7 @@ class OutputPump:
         self._all_read = threading.Event()
         self._all_read.set()
         self._error: BaseException | None = None
+        self._inline: tuple[Any, Any, Any] | None = None
         self._last_output = self.started
 
     # --- feeding --------------------------------------------------------------------------
@@ -173,41 +174,66 @@ class OutputPump:
         stream: str | Callable[[bytes], None],
         *,
         close: Callable[[], None] | None = None,
+        inline: bool = False,
     ) -> None:
         """Read a stream on a thread until it ends: ``read()`` returns bytes, ``b""`` at its end,
         or None when nothing came yet (a read with a timeout: it is called again until
         :meth:`wait` is over). The data goes to ``stream`` (a name, or a function that splits a
-        multiplexed stream and calls :meth:`feed`); ``close`` runs on that thread at the end."""
+        multiplexed stream and calls :meth:`feed`); ``close`` runs at the end.
+
+        With ``inline``, :meth:`wait` reads the stream itself, on the calling thread, so no
+        thread hands output over per command (what a single multiplexed stream wants); then
+        ``read()`` must return None after at most a fraction of a second. One per pump."""
+        reader = (read, stream, close)
         with self._lock:
             self._readers += 1
             self._all_read.clear()
+        if inline:
+            self._inline = reader
+            return
 
         def loop() -> None:
-            try:
-                while not self.closed.is_set():
-                    data = read()
-                    if data is None:
-                        continue
-                    if not data:
-                        break
-                    if isinstance(stream, str):
-                        self.feed(stream, data)
-                    else:
-                        stream(data)
-            except OSError:
-                pass  # the stream broke: what came is what there is
-            except BaseException as exc:
-                self._error = self._error or exc
-            finally:
-                if close is not None:
-                    with contextlib.suppress(OSError):
-                        close()
-                with self._lock:
-                    self._readers -= 1
-                    if not self._readers:
-                        self._all_read.set()
+            while not self.closed.is_set() and self._read_once(reader):
+                pass
+            self._reader_done(reader)
 
         threading.Thread(target=loop, name="seer-output-pump", daemon=True).start()
+
+    def _read_once(self, reader: tuple[Any, Any, Any]) -> bool:
+        """One read of a stream into the pump; False once the stream ended or broke (what came
+        is what there is), or ``on_output`` raised (kept for :meth:`wait` to raise)."""
+        read, stream, _close = reader
+        try:
+            data = read()
+            if data is None:
+                return True
+            if not data:
+                return False
+            if isinstance(stream, str):
+                self.feed(stream, data)
+            else:
+                stream(data)
+            return True
+        except OSError:
+            return False
+        except BaseException as exc:
+            self._error = self._error or exc
+            return False
+
+    def _reader_done(self, reader: tuple[Any, Any, Any]) -> None:
+        if reader is self._inline:
+            self._inline = None
+        if reader[2] is not None:
+            with contextlib.suppress(OSError):
+                reader[2]()
+        with self._lock:
+            self._readers -= 1
+            if not self._readers:
+                self._all_read.set()
+
+    def _read_inline(self) -> None:
+        if self._inline is not None and not self._read_once(self._inline):
+            self._reader_done(self._inline)
 
     @staticmethod
     def send(data: bytes, write: Callable[[bytes], Any], close: Callable[[], Any]) -> None:
@@ -246,12 +272,15 @@ class OutputPump:
             finished = self._wait(exited, linger, poll)
         except BaseException:
             self._kill(kill)
-            self.closed.set()
+            self._close()
             raise
         if not finished:
             self._kill(kill)
-            self._all_read.wait(drain)
-        self.closed.set()
+            end = time.monotonic() + drain
+            while self._inline is not None and time.monotonic() < end:
+                self._read_inline()
+            self._all_read.wait(max(0.0, end - time.monotonic()))
+        self._close()
         if not finished:
             raise ExecTimeoutError(self.command, self.timeout or 0, self.text("stdout"), self.text("stderr"))
 
@@ -269,13 +298,21 @@ class OutputPump:
                 if exited(step):
                     return True
                 continue
-            if self._all_read.wait(step):
+            if self._inline is not None:
+                self._read_inline()
+            elif self._all_read.wait(step):
                 continue
             now = time.monotonic()
             if now - self._last_output >= linger and now - last_poll >= poll:
                 last_poll = now
                 if exited(0):
                     return True
+
+    def _close(self) -> None:
+        """Stop the readers: threads at their next read, an inline stream now."""
+        self.closed.set()
+        if self._inline is not None:
+            self._reader_done(self._inline)
 
     def _kill(self, kill: Callable[[], None] | None) -> None:
         for fn in (kill, self.kill):
