@@ -1,6 +1,6 @@
 """Developer and CI sessions: ``nox -l`` lists them, ``nox -s NAME`` runs one.
 
-lint        ruff check + ruff format --check
+lint        ruff check + ruff format --check + lint-imports (the import contracts)
 typecheck   mypy on seer_core/src/seer
 tests       the test command (scripts/test, as README documents), extra arguments go to pytest
 bench       the benchmarks in tests/bench (scripts/bench): tables printed, bench-results/*.json
@@ -67,12 +67,22 @@ def venv_python(session: nox.Session) -> str:
     return str(Path(bindir) / "python")
 
 
+def source_roots() -> list[str]:
+    """The ``src`` folders of the workspace members, test distributions included: where the
+    import contracts' root packages are found."""
+    members = [*released_members(), *test_distributions()]
+    return [str(ROOT / m / "src") for m in members if (ROOT / m / "src").is_dir()]
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff check and ruff format --check over the whole repository."""
+    """ruff check and ruff format --check over the whole repository, then the import contracts
+    (``[tool.importlinter]`` in pyproject.toml) with lint-imports. The contracts read the members'
+    source through PYTHONPATH, so nothing but the lint tools is installed."""
     install(session, "lint", members=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": os.pathsep.join(source_roots())})
 
 
 @nox.session

@@ -25,8 +25,9 @@ import mcp.types as types
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-#: Variables a test server needs from the test run (its SEER_HOME, an offline Hugging Face cache).
-PASSED_ENV = ("SEER_HOME", "HF_HOME", "HF_HUB_OFFLINE")
+#: Variables a test server needs from the test run (its SEER_HOME, an offline Hugging Face cache,
+#: the folder for research records outside the checkout).
+PASSED_ENV = ("SEER_HOME", "HF_HOME", "HF_HUB_OFFLINE", "SEER_OUTPUTS_DIR")
 
 
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

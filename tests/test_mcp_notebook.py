@@ -137,8 +137,12 @@ def _notebook(sandbox: Sandbox, session: NotebookSession) -> dict[str, Any]:
     raise AssertionError(f"{session.notebook_path} never held valid JSON")
 
 
+def _src(cell: dict[str, Any]) -> str:
+    return "".join(cell["source"])
+
+
 def _sources(notebook: dict[str, Any]) -> list[str]:
-    return ["".join(c["source"]) for c in notebook["cells"]]
+    return [_src(c) for c in notebook["cells"]]
 
 
 def _session_id(result: types.CallToolResult) -> str:
@@ -164,7 +168,7 @@ def test_tools_are_listed_with_descriptions(client: McpClient) -> None:
     start = tools["start_new_session"].description or ""
     assert "LOCAL" in start and "no GPU" in start and "setup" in start and "attach_to_session" in start
     assert set(tools["attach_to_session"].input_schema["properties"]) >= {"session_id", "jupyter_url"}
-    assert tools["execute_code"].input_schema["required"] == ["session_id", "code"]
+    assert tools["execute_code"].input_schema["required"] == ["code"]
     assert all(t.description for t in tools.values())
 
 
@@ -309,6 +313,57 @@ def test_a_90_second_cell_completes_with_progress_notifications(client: McpClien
     _run_long_cell(client, attached, LONG_CELL_SECONDS_SLOW)
 
 
+def _steps_cell(steps: int, every: float) -> str:
+    return (
+        f"import time\nfor k in range(1, {steps + 1}):\n    time.sleep({every})\n"
+        f"    print(f'step {{k}}/{steps}', flush=True)\n'steps done'"
+    )
+
+
+def _progress_shows_the_steps(client: McpClient, session_id: str, steps: int, every: float) -> None:
+    """A cell printing ``step k/N`` every ``every`` seconds: the progress notifications carry the
+    lines as they come (all but the last, printed as the cell ends)."""
+    progress = Progress()
+    result = client.call_with_idle_timeout(
+        "execute_code",
+        {"session_id": session_id, "code": _steps_cell(steps, every)},
+        idle=IDLE_TIMEOUT + every,
+        progress=progress,
+    )
+    assert not result.is_error, text(result)
+    assert texts(result)[0].endswith(f"step {steps}/{steps}\n'steps done'")
+    messages = [m or "" for _, _, m in progress.seen]
+    assert all(m.startswith("cell running for ") for m in messages)
+    latest = [int(m.rsplit("step ", 1)[1].split("/")[0]) for m in messages if "step " in m]
+    assert latest == sorted(latest), messages
+    assert set(range(1, steps)) <= set(latest), messages
+
+
+def test_progress_notifications_carry_the_latest_output(client: McpClient, attached: str) -> None:
+    _progress_shows_the_steps(client, attached, 4, 2.0)
+
+
+@pytest.mark.slow
+def test_a_70_second_cell_shows_its_printed_lines_in_progress(client: McpClient, attached: str) -> None:
+    # The issue's cell: 70 s, printing "step k/14" every 5 s.
+    _progress_shows_the_steps(client, attached, 14, 5.0)
+
+
+def test_get_cell_result_on_a_running_cell_returns_the_output_so_far(
+    client: McpClient, attached: str
+) -> None:
+    code = "import time\nprint('first line', flush=True)\ntime.sleep(2.5)\nprint('second line')\n'end'"
+    with pytest.raises(MCPError):
+        client.call("execute_code", {"session_id": attached, "code": code}, timeout=1.0)
+    pending = client.call("get_cell_result", {"session_id": attached, "wait_seconds": 0.2})
+    assert not pending.is_error
+    assert texts(pending)[0].startswith("The cell is still running") and "output so far" in texts(pending)[0]
+    assert texts(pending)[1] == "first line"
+    assert "get_cell_result" in texts(pending)[2]
+    done = client.call("get_cell_result", {"session_id": attached, "wait_seconds": 30})
+    assert texts(done)[0] == "first line\nsecond line\n'end'"
+
+
 def test_a_client_that_gives_up_can_fetch_the_result_later(
     client: McpClient, attached: str, sandbox: Sandbox, setup_session: NotebookSession
 ) -> None:
@@ -385,6 +440,16 @@ def test_bad_input_is_an_actionable_error_and_the_server_keeps_serving(
         ("edit_cell", {"session_id": attached, "cell_index": 100000, "code": "1"}, ["out of range"]),
         ("get_cell_result", {"session_id": attached, "cell_index": -5}, ["out of range"]),
         ("execute_code", {"session_id": attached}, ["code"]),
+        (
+            "execute_code",
+            {"session_id": attached, "code": "1", "timeout_seconds": -1},
+            ["timeout_seconds", "positive", "-1"],
+        ),
+        (
+            "edit_cell",
+            {"session_id": attached, "cell_index": 0, "code": "1", "timeout_seconds": 0},
+            ["timeout_seconds", "positive"],
+        ),
     ]
     for tool, args, needles in cases:
         result = client.call(tool, args)
@@ -399,6 +464,25 @@ def test_bad_input_is_an_actionable_error_and_the_server_keeps_serving(
         texts(client.call("execute_code", {"session_id": attached, "code": "'still serving'"}))[0]
         == "'still serving'"
     )
+
+
+def test_a_timeout_that_is_not_a_positive_number_is_refused() -> None:
+    """NaN cannot travel in the SDK client's JSON (it sends null); a raw client's can: refused too."""
+    import anyio
+    from seer_mcp.notebook import SessionRegistry, build_server
+
+    server, _ = build_server(SessionRegistry())
+
+    async def call(value: float) -> str:
+        result = await server.call_tool("execute_code", {"code": "1", "timeout_seconds": value})
+        assert isinstance(result, types.CallToolResult) and result.is_error
+        return text(result)
+
+    for value in (float("nan"), float("inf"), -1.0):
+        started = time.monotonic()
+        message = anyio.run(call, value)
+        assert "timeout_seconds must be a positive number" in message, message
+        assert time.monotonic() - started < 1.0
 
 
 def _free_port() -> int:
@@ -460,19 +544,25 @@ def test_mcp_config_starts_a_server_with_the_session_as_default(sandbox: Sandbox
         assert config["env"] == {
             "SEER_SESSION_ID": session.session_id,
             "SEER_JUPYTER_URL": session.jupyter_url,
+            "SEER_OUTPUTS_DIR": str(sandbox.outputs_dir.parent),
         }
+        assert sandbox.outputs_dir.is_absolute() and sandbox.outputs_dir.name == sandbox.sandbox_id
         with McpClient(config["args"], server_env(config["env"]), command=config["command"]) as c:
             listed = json.loads(text(c.call("list_sessions")))
             assert listed == [
                 {"session_id": session.session_id, "state": "not attached yet (the default session)"}
             ]
-            # No session_id: the default one, attached on first use.
-            assert texts(c.call("execute_code", {"session_id": "", "code": "'default'"}))[0] == "'default'"
+            # No session_id: the default one, attached on first use (left out or empty).
+            assert texts(c.call("execute_code", {"code": "'default'"}))[0] == "'default'"
             assert (
                 texts(c.call("execute_code", {"session_id": session.session_id, "code": "1 + 2"}))[0] == "3"
             )
         # The server let go of the session without ending it.
         assert session.exec("'alive'").result == "'alive'"
+        # By default, the server kept the notebook's client-side copy in the sandbox's folder.
+        copy = json.loads((sandbox.outputs_dir / "configured.ipynb").read_text())
+        assert [_src(c) for c in copy["cells"]] == ["'default'", "1 + 2"]
+        assert copy["cells"][1]["outputs"][0]["data"]["text/plain"] == "3"
 
 
 def test_a_default_session_that_cannot_be_reached_is_explained() -> None:
@@ -562,3 +652,41 @@ def test_setup_script_json_end_to_end(tmp_path: Path) -> None:
         assert "agent was here" in Sandbox.attach(sandbox_id).read_file(path)
     finally:
         Sandbox.attach(sandbox_id).terminate()
+
+
+def test_a_dead_jupyter_server_is_reported_and_restart_session_brings_it_back() -> None:
+    box = Sandbox(SandboxConfig(timeout=600)).start()
+    try:
+        setup = create_notebook_session(box, name="phoenix", outputs_dir=False)
+        printed = {"session_id": setup.session_id, "jupyter_url": setup.jupyter_url}
+        setup.detach()  # the setup script has exited
+        with McpClient(SERVER, server_env()) as c:
+            assert not c.call("attach_to_session", printed).is_error
+            assert texts(c.call("execute_code", {"code": "x = 'before'\nx"}))[0] == "'before'"
+
+            box.machine.stop_process("jupyter")  # the server dies; its kernels with it
+            died = c.call("execute_code", {"code": "x"})
+            assert died.is_error
+            body = text(died)
+            assert "Jupyter server" in body and "died" in body and "restart_session" in body, body
+            assert "ConnectionRefused" not in body.split("(")[0]
+            refused = c.call("execute_code", {"code": "1"})
+            assert refused.is_error and "Jupyter server" in text(refused), text(refused)
+            (row,) = json.loads(text(c.call("list_sessions")))
+            assert "dead" in row["state"]
+
+            restarted = c.call("restart_session", {})
+            assert not restarted.is_error, text(restarted)
+            assert "started it again" in text(restarted)
+            # A fresh kernel on a new server, the same notebook; the old session id still works.
+            after = c.call("execute_code", {"session_id": printed["session_id"], "code": "'x' in globals()"})
+            assert texts(after)[0] == "False", text(after)
+            assert texts(c.call("execute_code", {"code": "2 + 2"}))[0] == "4"
+        # The new server took the old URL back (same port and token): the printed JSON still works.
+        assert box.jupyter_url is not None
+        assert Sandbox.attach(box.sandbox_id).jupyter_url == printed["jupyter_url"]
+        notebook = json.loads(box.read_file("notebooks/phoenix.ipynb"))
+        # (The cell sent to the dead server never ran: it is not in the notebook.)
+        assert _sources(notebook) == ["x = 'before'\nx", "'x' in globals()", "2 + 2"]
+    finally:
+        box.terminate()

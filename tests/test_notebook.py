@@ -286,6 +286,64 @@ def test_notebook_file_holds_every_visible_cell_in_order(nb: NotebookSession, ou
     assert nb.notebook == notebook
 
 
+def test_a_cell_is_in_the_notebook_before_it_runs(nb: NotebookSession, outputs: Path) -> None:
+    """As in Jupyter: a client that dies mid-cell leaves the cell, and what it printed so far."""
+    code = "import time\nprint('started', flush=True)\ntime.sleep(4)\nprint('finished')"
+    runner = threading.Thread(target=nb.exec, args=(code,))
+    runner.start()
+    try:
+        mirror = outputs / "main.ipynb"
+        deadline = time.monotonic() + 30
+        while True:  # the notebook in the sandbox and its copy on this machine, while it runs
+            files = [nb.sandbox.read_file(nb.notebook_path), mirror.read_text()]  # type: ignore[union-attr]
+            try:
+                cells = [json.loads(f)["cells"][-1] for f in files]
+            except ValueError:  # caught mid-write
+                cells = []
+            if cells and all("started" in json.dumps(c.get("outputs")) for c in cells):
+                break
+            assert time.monotonic() < deadline, cells
+            time.sleep(0.2)
+        assert runner.is_alive(), "seen while the cell runs"
+        for cell in cells:
+            assert "".join(cell["source"]) == code and "seer_running" in cell["metadata"]
+            assert "finished" not in json.dumps(cell["outputs"])
+    finally:
+        runner.join()
+    cell = _notebook_file(nb)["cells"][-1]
+    assert "".join(cell["source"]) == code and cell["execution_count"]
+    assert cell["outputs"][0]["text"] == "started\nfinished\n" and "seer_running" not in cell["metadata"]
+
+
+def test_attach_recovers_what_the_kernel_ran_that_the_notebook_misses(plain: Sandbox) -> None:
+    session = create_notebook_session(plain, name="lossy", outputs_dir=False)
+    session.exec("x = 41")
+    session.exec("x + 1")
+    session.exec("print('lost')\nx * 2")
+    # A client that died: its last cell never reached the notebook, the one before it only as a
+    # cell that had started.
+    notebook = json.loads(plain.read_file("notebooks/lossy.ipynb"))
+    started = notebook["cells"][1]
+    started.update(execution_count=None, outputs=[], metadata={"seer_running": "gone"})
+    del notebook["cells"][2]
+    plain.write_file("notebooks/lossy.ipynb", json.dumps(notebook))
+    url, sid = session.jupyter_url, session.session_id
+    session.detach()
+
+    again = NotebookSession.attach(url, sid)
+    try:
+        assert [r.code for r in again.recovered] == ["x + 1", "print('lost')\nx * 2"]
+        saved = json.loads(plain.read_file("notebooks/lossy.ipynb"))["cells"]
+        assert ["".join(c["source"]) for c in saved] == ["x = 41", "x + 1", "print('lost')\nx * 2"]
+        assert [c["execution_count"] for c in saved] == [1, 2, 3]
+        assert ["".join(c["outputs"][-1]["data"]["text/plain"]) for c in saved[1:]] == ["42", "82"]
+        assert not any("seer_running" in c["metadata"] for c in saved)
+        # Attaching again finds nothing more to recover.
+        assert again.sync() == []
+    finally:
+        again.shutdown()
+
+
 def test_exec_file(nb: NotebookSession, tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text("from_file = 'yes'\nprint(from_file)\n")
@@ -452,6 +510,21 @@ def test_kernel_sees_the_variables_set_after_the_server_started(
         f"import os\nprint(os.environ[{entry['env_var']!r}])\nprint(os.environ['SEER_MODELS_MANIFEST'])"
     )
     assert r.stdout.splitlines() == [entry["path"], mnb.sandbox._env["SEER_MODELS_MANIFEST"]]  # type: ignore[union-attr]
+
+
+def test_from_pretrained_of_a_loaded_model_warns(mnb: NotebookSession) -> None:
+    """A second copy of a loaded model is harmless on a CPU and runs a GPU out of memory."""
+    r = mnb.exec(
+        "from transformers import AutoModelForCausalLM\n"
+        "from seer.runtime.models import get_model_path\n"
+        "second = AutoModelForCausalLM.from_pretrained(get_model_path('model'))\n"
+        "type(second).__name__"
+    )
+    assert r.ok, r.error
+    assert r.result == "'LlamaForCausalLM'"
+    assert "already loaded in the kernel as `model`" in r.stderr and "Use `model` instead" in r.stderr
+    quiet = mnb.exec("import transformers\ntransformers.LlamaConfig().model_type")
+    assert quiet.stderr == ""
 
 
 def test_workspace_libraries_are_importable(mnb: NotebookSession) -> None:

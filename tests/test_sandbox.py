@@ -296,7 +296,7 @@ def test_snapshot_on_terminate_and_restore(sandboxes):
 
 def test_core_env_reaches_every_command_and_survives_attach(sandboxes):
     sb = sandboxes(SandboxConfig(env={"FROM_CONFIG": "c"}, timeout=300))
-    sb._add_env({"MODEL_ORG_TINY_PATH": "/models/tiny"})
+    sb.add_env({"MODEL_ORG_TINY_PATH": "/models/tiny"})
     assert sb.exec("echo $FROM_CONFIG $MODEL_ORG_TINY_PATH").stdout == "c /models/tiny\n"
     assert sb.exec_python("import os; print(os.environ['MODEL_ORG_TINY_PATH'])").stdout == "/models/tiny\n"
     again = Sandbox.attach(sb.sandbox_id)

@@ -11,6 +11,10 @@ What each row means:
   15 ms.
 * ``execute_code vs NotebookSession.exec``: the same call against ``session.exec("1+1")`` in this
   process, on the same kernel: what the MCP layer itself adds.
+* ``initialize``: an MCP client (the SDK's own) starts ``python -m seer_mcp.notebook`` as a stdio
+  subprocess and waits for the answer to ``initialize``, against a bare ``MCPServer`` with one
+  trivial tool started the same way: what seer's server costs an agent's harness at start-up
+  (its imports, building its tools). Target: under 1.5 s.
 """
 
 from __future__ import annotations
@@ -109,3 +113,52 @@ def test_bench_execute_code_vs_session_exec(
         ),
     )
     assert cmp.seer.median > 0
+
+
+#: The baseline server: the mcp SDK's own MCPServer with one trivial tool, on stdio.
+BARE_SERVER = """\
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("bare")
+
+
+@server.tool()
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+
+server.run("stdio")
+"""
+
+
+def test_bench_initialize(bench_report: BenchReport, tmp_path: Any) -> None:
+    bare = tmp_path / "bare_server.py"
+    bare.write_text(BARE_SERVER)
+
+    def started(args: list[str]) -> McpClient:  # returns once initialize was answered
+        return McpClient(args, server_env())
+
+    def stop(expected: str) -> Any:
+        def check(client: McpClient) -> None:
+            try:
+                assert expected in {t.name for t in client.tools()}
+            finally:
+                client.close()
+
+        return check
+
+    cmp = bench_report.add(
+        GROUP,
+        compare(
+            "initialize (spawn to initialized)",
+            seer=lambda: started(["-m", "seer_mcp.notebook"]),
+            baseline=lambda: started([str(bare)]),
+            repeat=10,
+            warmup=1,
+            check_seer=stop("execute_code"),
+            check_baseline=stop("ping"),
+            note="baseline: a bare MCPServer with one tool, same SDK, same stdio start; target < 1.5 s",
+        ),
+    )
+    assert cmp.seer.median > 0 and cmp.baseline.median > 0

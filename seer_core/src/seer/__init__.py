@@ -4,32 +4,61 @@ from seer import Sandbox, SandboxConfig, ModelConfig
 
 with Sandbox(SandboxConfig(python_packages=["numpy"])).start() as sandbox:
     print(sandbox.exec("python -c 'import numpy; print(numpy.__version__)'"))
+
+Importing ``seer`` is lazy (PEP 562): each public name is imported from its module the first
+time it is used. The code that runs inside a sandbox (:mod:`seer.runtime`) imports ``seer`` as
+its parent package, so an eager ``__init__`` would load the whole client side there (pydantic,
+pluggy, the config schema); lazily, the RPC server and the model fetcher load only what they use.
 """
 
 from __future__ import annotations
 
-from importlib import metadata
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
-from seer.errors import (
-    ConfigError,
-    ExecError,
-    ExecTimeoutError,
-    SandboxError,
-    SandboxStartError,
-    SeerError,
-)
-from seer.hookspecs import hookimpl
-from seer.loader import load_config
-from seer.providers.base import ExecResult, Snapshot
-from seer.sandbox import RepoHandle, Sandbox
-from seer.scoped import ScopedSandbox
-from seer.workspace import Library, Skill, Workspace
+if TYPE_CHECKING:
+    from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
+    from seer.errors import (
+        ConfigError,
+        ExecError,
+        ExecTimeoutError,
+        SandboxError,
+        SandboxStartError,
+        SeerError,
+    )
+    from seer.hookspecs import hookimpl
+    from seer.loader import load_config
+    from seer.providers.base import ExecResult, Snapshot
+    from seer.sandbox import RepoHandle, Sandbox
+    from seer.scoped import ScopedSandbox
+    from seer.workspace import Library, Skill, Workspace
 
-try:
-    __version__ = metadata.version("seer-core")
-except metadata.PackageNotFoundError:  # running from a source tree
-    __version__ = "0.0.0+unknown"
+    __version__: str
+
+#: Public name -> the module that defines it (imported on first use); ``__all__`` lists the same.
+_LAZY: dict[str, str] = {
+    "ConfigError": "seer.errors",
+    "ExecError": "seer.errors",
+    "ExecResult": "seer.providers.base",
+    "ExecTimeoutError": "seer.errors",
+    "ExecutionMode": "seer.config",
+    "ExperimentConfig": "seer.config",
+    "Library": "seer.workspace",
+    "ModelConfig": "seer.config",
+    "RepoConfig": "seer.config",
+    "RepoHandle": "seer.sandbox",
+    "Sandbox": "seer.sandbox",
+    "SandboxConfig": "seer.config",
+    "SandboxError": "seer.errors",
+    "SandboxStartError": "seer.errors",
+    "ScopedSandbox": "seer.scoped",
+    "SeerError": "seer.errors",
+    "Skill": "seer.workspace",
+    "Snapshot": "seer.providers.base",
+    "Workspace": "seer.workspace",
+    "hookimpl": "seer.hookspecs",
+    "load_config": "seer.loader",
+}
 
 __all__ = [
     "ConfigError",
@@ -55,3 +84,28 @@ __all__ = [
     "hookimpl",
     "load_config",
 ]
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("seer-core")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "0.0.0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, then keep it as a plain attribute."""
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'seer' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -32,7 +32,7 @@ from rich.table import Table
 
 import seer
 from seer import plugins, state
-from seer.config import ExperimentConfig
+from seer.config import ExperimentConfig, known_gpu_types
 from seer.errors import (
     ConfigError,
     ExecTimeoutError,
@@ -591,7 +591,7 @@ def config_schema() -> dict[str, Any]:
             }
             props[field]["items"] = {"anyOf": [items, pair]}
     if "gpu" in props:
-        props["gpu"]["examples"] = sorted(plugins.known_gpu_types())
+        props["gpu"]["examples"] = sorted(known_gpu_types())
     if "provider" in props:
         props["provider"]["examples"] = sorted(plugins.providers())
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -42,7 +42,7 @@ __all__ = ["SHELL_SANDBOX_ENV", "SHELL_SESSION_ENV", "CliSession", "DirEntry"]
 SHELL_SANDBOX_ENV = "SEER_SHELL_SANDBOX_ID"
 #: The variable naming the CLI session (its working directory and environment) the server uses.
 SHELL_SESSION_ENV = "SEER_SHELL_SESSION_ID"
-#: Where the sessions of a sandbox are recorded (``sandbox._services[...]``).
+#: Where the sessions of a sandbox are recorded (``sandbox.services[...]``).
 _SERVICE = "cli_sessions"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -209,14 +209,14 @@ class CliSession:
         installed = workspace.install(self.sandbox)
         current = self.env.get("PYTHONPATH")
         if current is None:  # what the sandbox itself sets, kept after the libraries
-            current = {**self.sandbox.config.env, **self.sandbox._env}.get("PYTHONPATH", "")
+            current = {**self.sandbox.config.env, **self.sandbox.env}.get("PYTHONPATH", "")
         libs = [installed.libs_dir, *current.split(os.pathsep)]
         self.env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(p for p in libs if p))
         if installed.init_code.strip():
             result = self.sandbox.machine.exec(
                 [self.sandbox.machine.python, "-"],
                 stdin=installed.init_code.encode(),
-                env={**self.sandbox._env, **self.env},
+                env={**self.sandbox.env, **self.env},
                 cwd=self.cwd,
             )
             if not result.ok:
@@ -316,9 +316,9 @@ class CliSession:
         }
 
     def _save(self) -> None:
-        sessions = dict(self.sandbox._services.get(_SERVICE) or {})
+        sessions = dict(self.sandbox.services.get(_SERVICE) or {})
         sessions[self.session_id] = self._record()
-        self.sandbox._set_service(_SERVICE, sessions)
+        self.sandbox.set_service(_SERVICE, sessions)
 
     @classmethod
     def attach(cls, sandbox: Sandbox | str, session_id: str | None = None) -> CliSession:
@@ -330,9 +330,9 @@ class CliSession:
         box = Sandbox.attach(sandbox) if isinstance(sandbox, str) else sandbox
         if session_id is None:
             return cls(box, session_id="", name="shell", cwd=box.workdir)
-        record = (box._services.get(_SERVICE) or {}).get(session_id)
+        record = (box.services.get(_SERVICE) or {}).get(session_id)
         if record is None:
-            known = ", ".join(sorted(box._services.get(_SERVICE) or {})) or "none"
+            known = ", ".join(sorted(box.services.get(_SERVICE) or {})) or "none"
             raise SandboxError(
                 f"sandbox {box.sandbox_id} has no CLI session {session_id!r} (its sessions: {known})"
             )

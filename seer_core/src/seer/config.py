@@ -47,6 +47,8 @@ __all__ = [
     "RepoConfig",
     "SandboxConfig",
     "format_loc",
+    "known_gpu_types",
+    "problems_from",
 ]
 
 DEFAULT_PROVIDER = "local"
@@ -109,6 +111,16 @@ _LOADING_KNOBS = frozenset(
         "attn_implementation",
     }
 )
+
+
+def known_gpu_types() -> set[str]:
+    """Every GPU name seer (:data:`GPU_CATALOGUE`) or an installed provider understands."""
+    from seer.plugins import get_provider_class, providers
+
+    names = set(GPU_CATALOGUE)
+    for name in providers():
+        names |= set(get_provider_class(name).capabilities.gpu_types)
+    return names
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -179,10 +191,14 @@ def _unknown_field_message(name: str, owner: type[BaseModel] | None) -> str:
     return f"unknown field{hint}; {listing}"
 
 
-def _problems_from(
+def problems_from(
     exc: ValidationError, prefix: tuple[int | str, ...] = (), model: type[BaseModel] | None = None
 ) -> list[ConfigProblem]:
-    """One :class:`ConfigProblem` per pydantic error, located by the full dotted field path."""
+    """One :class:`ConfigProblem` per pydantic error, located by the full dotted field path.
+
+    ``prefix`` is where the validated value sits in the config (a provider validating
+    ``provider_options`` passes ``("provider_options",)``); ``model`` is the config class that was
+    validated, so an unknown field's message can list the fields it has."""
     problems = []
     for err in exc.errors(include_url=False):
         # Drop pydantic's internal tags (e.g. "function-after[...]") from the location.
@@ -215,7 +231,7 @@ def _validating(cls: type[BaseModel]) -> Iterator[None]:
     except ValidationError as exc:
         if depth:
             raise
-        raise ConfigError(_problems_from(exc, model=cls), title=f"Invalid {cls.__name__}") from None
+        raise ConfigError(problems_from(exc, model=cls), title=f"Invalid {cls.__name__}") from None
     finally:
         _depth.reset(token)
 
@@ -283,7 +299,9 @@ def _nul_bytes(
 
 
 class ExecutionMode(enum.StrEnum):
-    """How the agent works with the sandbox. Names are case-insensitive: ``"NOTEBOOK"`` works."""
+    """seer's built-in execution modes: how the agent works with the sandbox. Names are
+    case-insensitive: ``"NOTEBOOK"`` works. ``SandboxConfig.execution_mode`` also takes the name
+    of any mode a plugin registers (``seer_register_execution_modes``), as a plain string."""
 
     NOTEBOOK = "notebook"  #: a Jupyter kernel in the sandbox, models pre-loaded
     CLI = "cli"  #: a shell in the sandbox
@@ -294,6 +312,32 @@ class ExecutionMode(enum.StrEnum):
         if isinstance(value, str):
             return cls.__members__.get(value.upper()) or cls._value2member_map_.get(value.lower())  # type: ignore[return-value]
         return None
+
+
+def _execution_mode(value: Any) -> Any:
+    """A built-in mode's name as its :class:`ExecutionMode` member (found without loading any
+    plugin), a registered plugin mode's name as that name; anything else is refused, listing the
+    registered modes (and the extra that installs the mode, where a known one does)."""
+    if isinstance(value, ExecutionMode) or not isinstance(value, str):
+        return value
+    try:
+        return ExecutionMode(value)
+    except ValueError:
+        pass
+    from seer.plugins import execution_modes, install_hint
+
+    registered = list(execution_modes())
+    match = next((n for n in registered if n == value), None) or next(
+        (n for n in registered if n.lower() == value.strip().lower()), None
+    )
+    if match is not None:
+        return match
+    ordered = [m.value for m in ExecutionMode] + sorted(set(registered) - {m.value for m in ExecutionMode})
+    hint = install_hint("execution mode", value)
+    listing = ", ".join(repr(n) for n in ordered)
+    raise ValueError(
+        f"unknown execution mode {value!r}; registered modes: {listing}" + (f". {hint}" if hint else "")
+    )
 
 
 # --- value checks shared by several fields ----------------------------------------------------
@@ -530,7 +574,9 @@ class RepoConfig(_Strict):
 
     url: str = Field(description="owner/repo, a git URL, file:// URL or a local path")
     ref: str | None = Field(None, description="branch, tag or commit to check out")
-    dockerfile: str | None = Field(None, description="Dockerfile in the repo used for the image")
+    dockerfile: str | None = Field(
+        None, description="Dockerfile in the repo the image is built from (providers that build images)"
+    )
     install: bool | str = Field(False, description="pip install -e the repo, or a shell command")
 
     @field_validator("url")
@@ -664,8 +710,9 @@ class SandboxConfig(_Strict):
 
     gpu: str | None = Field(None, description="GPU type (see GPU_CATALOGUE) or None for CPU")
     gpu_count: int = Field(1, ge=1, le=16, description="number of GPUs")
-    execution_mode: ExecutionMode = Field(
-        ExecutionMode.NOTEBOOK, description="how the agent works: notebook, cli or local"
+    execution_mode: ExecutionMode | str = Field(
+        ExecutionMode.NOTEBOOK,
+        description="how the agent works: notebook, cli, local or a plugin's registered mode",
     )
     models: list[ModelConfig] = Field(default_factory=list, description="models to download")
     repos: list[RepoConfig] = Field(default_factory=list, description="git repos to clone")
@@ -686,13 +733,25 @@ class SandboxConfig(_Strict):
     local_dirs: list[_DirPair] = Field(
         default_factory=list, description="(local dir, sandbox path) pairs copied in"
     )
-    debug: bool = Field(False, description="start a VS Code server where the provider can")
+    debug: bool = Field(
+        False, description="start a VS Code server (only on a provider with the code_server capability)"
+    )
+    toolkit: bool = Field(
+        True,
+        description="make seer-toolkit's modules (steering_hook, extract_activations, ...) importable "
+        "in notebook kernels, when seer-toolkit is installed on this machine",
+    )
     provider: str | None = Field(None, description="provider name; default $SEER_PROVIDER or 'local'")
     provider_options: dict[str, Any] = Field(
         default_factory=dict, description="options for the chosen provider (validated by it)"
     )
 
     # --- field checks ---------------------------------------------------------------------
+    @field_validator("execution_mode", mode="before")
+    @classmethod
+    def _check_execution_mode(cls, value: Any) -> Any:
+        return _execution_mode(value)
+
     @field_validator("models", mode="before")
     @classmethod
     def _models_from_strings(cls, value: Any) -> Any:
@@ -754,8 +813,6 @@ class SandboxConfig(_Strict):
     def _check_gpu(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        from seer.plugins import known_gpu_types
-
         known = known_gpu_types()
         if value in known:
             return value

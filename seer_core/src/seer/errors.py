@@ -151,6 +151,14 @@ class KernelDiedError(NotebookError):
         super().__init__(message)
 
 
+class JupyterServerDiedError(KernelDiedError):
+    """The sandbox's Jupyter server does not answer any more: its kernels are gone with it.
+
+    ``session.restart()`` cannot help; start the server again
+    (:func:`seer.execution.restart_jupyter`), then ``session.reopen(sandbox)``.
+    """
+
+
 class CellTimeoutError(NotebookError, TimeoutError):
     """A cell ran past its ``timeout``; it was interrupted. ``result`` holds its output so far."""
 

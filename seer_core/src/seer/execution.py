@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from seer.errors import ConfigError, NotebookError
+from seer.outputs import DEFAULT_OUTPUTS_DIR  # re-exported: where notebooks go on the client
 
 if TYPE_CHECKING:
     from seer.cli_session import CliSession
@@ -28,18 +29,17 @@ if TYPE_CHECKING:
     from seer.sandbox import Sandbox
 
 __all__ = [
+    "DEFAULT_OUTPUTS_DIR",
     "NOTEBOOK_DIR",
     "create_cli_session",
     "create_local_session",
     "create_notebook_session",
     "open_notebook_session",
+    "restart_jupyter",
 ]
 
 #: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
 NOTEBOOK_DIR = "notebooks"
-#: The local folder notebooks are mirrored to, per sandbox: ``./seer-outputs/<sandbox_id>/``
-#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set).
-DEFAULT_OUTPUTS_DIR = "seer-outputs"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -72,7 +72,8 @@ def create_notebook_session(
     ``notebooks/<name>.ipynb`` in the sandbox.
 
     The notebook is mirrored to ``<outputs_dir>/<name>.ipynb`` on this machine (default
-    ``./seer-outputs/<sandbox_id>/``; ``outputs_dir=False`` turns the mirror off). ``name``
+    ``sandbox.outputs_dir``: ``$SEER_OUTPUTS_DIR/<sandbox_id>/`` or ``./seer-outputs/<sandbox_id>/``
+    as resolved when the sandbox started; ``outputs_dir=False`` turns the mirror off). ``name``
     defaults to ``session-<date>-<time>``; a name already taken gets a ``-2``, ``-3``, ... suffix.
     If anything fails, the kernel is shut down and the error raised.
     """
@@ -82,22 +83,18 @@ def create_notebook_session(
         raise ConfigError(
             f"name: {name!r} is not a usable notebook name (letters, digits, '.', '_', '-'; at most 100)"
         )
-    service = sandbox._services.get("jupyter")
+    service = sandbox.services.get("jupyter")
     if not service:
         raise NotebookError(
             f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
-            f"{sandbox.config.execution_mode.value!r}); start it with execution_mode='notebook'"
+            f"{str(sandbox.config.execution_mode)!r}); start it with execution_mode='notebook'"
         )
     client = JupyterClient(service["url"], service["token"])
     path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("session-%Y%m%d-%H%M%S"))
     if outputs_dir is False:
         mirror = None
     else:
-        base = (
-            Path(outputs_dir)
-            if outputs_dir
-            else Path(os.environ.get("SEER_OUTPUTS_DIR") or DEFAULT_OUTPUTS_DIR) / sandbox.sandbox_id
-        )
+        base = Path(outputs_dir) if outputs_dir else sandbox.outputs_dir
         mirror = base.absolute() / f"{name}.ipynb"
 
     kernel_id = _claim_warm_kernel(client, service) or client.start_kernel(
@@ -167,6 +164,25 @@ def open_notebook_session(
             client.request("DELETE", f"/api/kernels/{kernel_id}")
         raise
     return session
+
+
+def restart_jupyter(sandbox: Sandbox) -> str:
+    """Start ``sandbox``'s Jupyter server again, after it died (its kernels died with it); return
+    its ``jupyter_url`` (the old token, and the old port when it is free).
+
+    Sessions on the old server are gone: ``session.reopen(sandbox)`` carries one on (same
+    notebook, a new kernel with the models loaded). Raises :class:`~seer.errors.NotebookError`
+    for a sandbox whose execution mode runs no Jupyter server.
+    """
+    from seer import plugins
+
+    mode = plugins.get_execution_mode(str(sandbox.config.execution_mode))()
+    if not hasattr(mode, "restart_server") or "jupyter" not in sandbox.services:
+        raise NotebookError(
+            f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
+            f"{str(sandbox.config.execution_mode)!r})"
+        )
+    return str(mode.restart_server(sandbox))
 
 
 def create_cli_session(sandbox: Sandbox, workspace: Any = None, *, name: str | None = None) -> CliSession:

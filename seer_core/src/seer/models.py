@@ -80,7 +80,7 @@ def model_lookup_env(sandbox: Sandbox) -> dict[str, str]:
     find a hidden model by its name: the sandbox's models key. Empty without hidden models. Never
     give them to what the agent runs (the kernel, a shell): with the key, the agent could test
     names against the manifest."""
-    key = sandbox._services.get(_KEY_SERVICE)
+    key = sandbox.services.get(_KEY_SERVICE)
     return {MODELS_KEY_ENV: key} if key else {}
 
 
@@ -285,7 +285,7 @@ def _run_fetcher(
     res = machine.exec(
         [machine.python, "-m", "seer.runtime.fetch"],
         stdin=json.dumps(spec).encode(),
-        env={**sandbox._env, "HF_HUB_CACHE": cache_dir},
+        env={**sandbox.env, "HF_HUB_CACHE": cache_dir},
         on_output=on_output,
     )
     if pending.strip():
@@ -392,7 +392,7 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
 
     key = secrets.token_hex(32) if any(h.hidden for h in handles) else None
     if key:  # kept by the client (the sandbox's record), handed only to served interfaces
-        sandbox._set_service(_KEY_SERVICE, key)
+        sandbox.set_service(_KEY_SERVICE, key)
     workdir = sandbox.workdir
     manifest = manifest_path(workdir)
     entries = [h.manifest_entry(key) for h in handles]
@@ -404,8 +404,8 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
             link = posixpath.join(links_dir, stem)
             script.append(f"ln -sfn {shlex.quote(h.path)} {shlex.quote(link)}")
     sandbox.exec(" && ".join(script), check=True)
-    sandbox._add_env({**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir})
-    sandbox._set_service("models", [h.to_dict() for h in handles])
+    sandbox.add_env({**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir})
+    sandbox.set_service("models", [h.to_dict() for h in handles])
     return handles
 
 
@@ -415,7 +415,7 @@ def _warn_if_unhidden(sandbox: Sandbox) -> None:
     read what the provider shows it (the user's files, a model cache shared under real names)."""
     from seer import plugins
 
-    provider = plugins.get_provider(sandbox._provider_name)
+    provider = plugins.get_provider(sandbox.provider)
     if not provider.capabilities.hides_models:
         log.warning(
             "hidden models: the %r provider cannot hide a model's identity from the agent "

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from seer.errors import (
     CellExecutionError,
     CellTimeoutError,
+    JupyterServerDiedError,
     KernelDiedError,
     NotebookError,
 )
@@ -71,6 +72,11 @@ LIVENESS_INTERVAL = 10.0
 CONNECT_TIMEOUT = 180.0
 #: How often ``restart()`` sets a fresh kernel up again when the connection drops during setup.
 RESTART_SETUP_ATTEMPTS = 3
+#: While a cell runs, its outputs so far are saved at most this often (seconds), so a client that
+#: dies mid-cell leaves them in the notebook.
+PARTIAL_SAVE_INTERVAL = 2.0
+#: The cell-metadata key marking a cell that has started but not finished (its request's id).
+RUNNING_KEY = "seer_running"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -582,6 +588,14 @@ class _Notebook:
     def invalidate(self) -> None:
         self._text = [None] * len(self.cells)
 
+    def touch(self, cell: dict[str, Any]) -> None:
+        """``cell`` (this very dict) changed: serialise it again at the next render."""
+        for i, candidate in enumerate(self.cells):
+            if candidate is cell and i < len(self._text):
+                self._text[i] = None
+                return
+        self.invalidate()
+
     @staticmethod
     def _dump(obj: Any, indent: str) -> str:
         text = json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
@@ -670,6 +684,19 @@ def _source_text(source: Any) -> str:
 _CELL_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
 
 
+@dataclass
+class _Orphan:
+    """A cell an earlier client started in this kernel, as far as its messages have arrived."""
+
+    msg_id: str
+    collector: _Collector
+    code: str | None = None
+    count: int | None = None
+    reply: dict[str, Any] | None = None
+    idle: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+
 # --- the session ----------------------------------------------------------------------------
 
 
@@ -684,7 +711,7 @@ def __seer_load_models():
         with open(path) as fh:
             entries = json.load(fh).get("models", [])
         if entries:
-            from seer.runtime.loading import describe, load_model
+            from seer.runtime.loading import describe, load_model, warn_on_reload
             namespace = globals()
             loaded = {}
             for entry in entries:
@@ -694,6 +721,7 @@ def __seer_load_models():
                 namespace["tokenizer" if name == "model" else name + "_tokenizer"] = tokenizer
                 loaded[name] = (model, tokenizer, entry)
             info = describe(loaded)
+            warn_on_reload(loaded)
     globals()["__seer_model_info__"] = info
     display({"MODEL_INFO_MIME": {"text": info}}, raw=True)
 try:
@@ -703,9 +731,15 @@ finally:
 '''.replace("MODEL_INFO_MIME", MODEL_INFO_MIME)
 
 
+#: Gives the kernel the sandbox's variables set after the Jupyter server started. The file is the
+#: session's, else the one the server names in ``SEER_KERNEL_ENV`` (a session attached by URL, or
+#: a kernel the server restarted with the environment it first had).
 _APPLY_ENV = """\
 def __seer_apply_env(path):
     import json, os
+    path = path or os.environ.get("SEER_KERNEL_ENV")
+    if not path:
+        return
     try:
         with open(path) as fh:
             os.environ.update(json.load(fh))
@@ -715,6 +749,42 @@ try:
     __seer_apply_env(ENV_FILE)
 finally:
     del __seer_apply_env
+"""
+
+#: What a handle attaching to a kernel asks it: the models it holds, its sandbox, and its history
+#: (the raw source of every cell run with history, by execution count; which ones have a value).
+_KERNEL_STATE = """\
+def __seer_kernel_state():
+    import json, os
+    ip = get_ipython()
+    hist = ip.history_manager
+    print(json.dumps({
+        "model_info": globals().get("__seer_model_info__") or "",
+        "sandbox_id": os.environ.get("SEER_SANDBOX_ID") or "",
+        "inputs": list(hist.input_hist_raw),
+        "values": sorted(n for n in hist.output_hist if isinstance(n, int)),
+    }))
+try:
+    __seer_kernel_state()
+finally:
+    del __seer_kernel_state
+"""
+
+#: The display data (mime bundle) of the values of the cells numbered NUMBERS.
+_KERNEL_VALUES = """\
+def __seer_kernel_values(numbers):
+    import json
+    ip = get_ipython()
+    out = {}
+    for n in numbers:
+        if n in ip.history_manager.output_hist:
+            data, _ = ip.display_formatter.format(ip.history_manager.output_hist[n])
+            out[n] = {k: v for k, v in data.items() if isinstance(v, str)}
+    print(json.dumps(out))
+try:
+    __seer_kernel_values(NUMBERS)
+finally:
+    del __seer_kernel_values
 """
 
 
@@ -763,6 +833,21 @@ class NotebookSession:
         self._auto_restarted = False
         self._last_model_info: dict[str, Any] | None = None
         self._displays: dict[str, list[dict[str, Any]]] = {}
+        #: the running cell's outputs (the collector's list), for ``partial_outputs``
+        self._live: list[dict[str, Any]] | None = None
+        #: True once the Jupyter server stopped answering (the kernel died with it)
+        self._server_gone = False
+        #: the kernel websocket's session key (None: a fresh one per connection); see ``attach``
+        self._channel_key: str | None = None
+        #: cells an earlier client with the same ``_channel_key`` started and did not see finish
+        self._orphans: dict[str, _Orphan] = {}
+        self._orphans_done: set[str] = set()
+        #: what the kernel ran that this handle recovered into the notebook (see ``attach``)
+        self.recovered: list[CellResult] = []
+        #: True when ``attach`` found the kernel running a cell (``sync()`` waits for it)
+        self.busy_at_attach = False
+        #: the sandbox the kernel runs in, as the kernel reports it (``SEER_SANDBOX_ID``)
+        self.sandbox_id: str | None = sandbox.sandbox_id if sandbox is not None else None
         self._nb = _Notebook(
             metadata
             or {
@@ -787,7 +872,10 @@ class NotebookSession:
     def mcp_config(self) -> dict[str, Any]:
         """An MCP server entry for this session, to put as it is in an agent's MCP settings
         (``mcp_servers = {"notebooks": session.mcp_config}``): seer's notebook MCP server on stdio,
-        with this session as its default (``SEER_SESSION_ID``, ``SEER_JUPYTER_URL``).
+        with this session as its default (``SEER_SESSION_ID``, ``SEER_JUPYTER_URL``) and the
+        folder the sandboxes' research records go to (``SEER_OUTPUTS_DIR``, absolute): the server
+        keeps the notebook's client-side copy in ``<that>/<sandbox_id>/<name>.ipynb``, where this
+        session keeps it.
 
         The config holds a credential: the Jupyter URL carries the server's token. Hand it only to
         the agent that may use the session; do not log or commit it. Needs seer's MCP plugin
@@ -803,12 +891,12 @@ class NotebookSession:
                 "session.mcp_config needs seer's MCP plugin (the seer-mcp package); "
                 'install it with: pip install "seer[mcp]"'
             )
-        return {
-            "type": "stdio",
-            "command": sys.executable,
-            "args": ["-m", "seer_mcp.notebook"],
-            "env": {"SEER_SESSION_ID": self.session_id, "SEER_JUPYTER_URL": self.jupyter_url},
-        }
+        env = {"SEER_SESSION_ID": self.session_id, "SEER_JUPYTER_URL": self.jupyter_url}
+        if self.sandbox is not None:
+            env["SEER_OUTPUTS_DIR"] = str(self.sandbox.outputs_dir.parent)
+        elif self.local_path is not None:
+            env["SEER_OUTPUTS_DIR"] = str(self.local_path.absolute().parent.parent)
+        return {"type": "stdio", "command": sys.executable, "args": ["-m", "seer_mcp.notebook"], "env": env}
 
     @property
     def cells(self) -> list[dict[str, Any]]:
@@ -840,17 +928,21 @@ class NotebookSession:
     def _connect(self) -> None:
         if self._channels is not None:
             self._channels.close()
-        self._channels = _KernelChannels(self._client, self.kernel_id)
-        reply = self._request("kernel_info_request", {}, timeout=CONNECT_TIMEOUT)
+        self._channels = _KernelChannels(self._client, self.kernel_id, session=self._channel_key)
+        # On the control channel: a kernel busy with a cell (one an earlier client left running)
+        # answers there at once, not after the cell.
+        reply = self._request("kernel_info_request", {}, timeout=CONNECT_TIMEOUT, channel="control")
         info = reply.get("language_info")
         if info:
             self._nb.metadata["language_info"] = info
 
-    def _request(self, msg_type: str, content: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-        """Send a shell request and wait for its reply's content (no iopub handling)."""
+    def _request(
+        self, msg_type: str, content: dict[str, Any], *, timeout: float, channel: str = "shell"
+    ) -> dict[str, Any]:
+        """Send a request (shell or control) and wait for its reply's content."""
         channels = self._channels
         assert channels is not None
-        msg = channels.message(msg_type, content)
+        msg = channels.message(msg_type, content, channel)
         channels.send(msg)
         deadline = time.monotonic() + timeout
         while True:
@@ -862,11 +954,85 @@ class NotebookSession:
                 raise NotebookError(f"the kernel websocket closed: {item.reason}")
             if (
                 isinstance(item, dict)
-                and item.get("channel") == "shell"
+                and item.get("channel") == channel
                 and item.get("parent_header", {}).get("msg_id") == msg["header"]["msg_id"]
             ):
                 content_: dict[str, Any] = item["content"]
                 return content_
+            self._absorb(item)
+
+    # --- cells an earlier client started --------------------------------------------------
+    def _absorb(self, item: Any) -> None:
+        """Keep a message about a cell an earlier client with this handle's channel key started
+        (the server replays what the kernel sent while no client was connected, and sends the
+        rest live): the cell's outputs are recorded in its notebook cell when it finishes."""
+        key = self._channel_key
+        if key is None or not isinstance(item, dict):
+            return
+        parent = item.get("parent_header") or {}
+        if parent.get("session") != key or parent.get("msg_type") != "execute_request":
+            return
+        msg_id = parent.get("msg_id")
+        if not msg_id or msg_id in self._orphans_done:
+            return
+        orphan = self._orphans.get(msg_id)
+        if orphan is None:
+            orphan = self._orphans[msg_id] = _Orphan(msg_id, _Collector(self._displays))
+        msg_type = item.get("msg_type") or item.get("header", {}).get("msg_type")
+        content = item.get("content") or {}
+        if item.get("channel") == "shell":
+            orphan.reply = content
+        elif msg_type == "execute_input":
+            orphan.code = content.get("code")
+            orphan.count = content.get("execution_count")
+        elif msg_type == "status":
+            if content.get("execution_state") == "idle":
+                orphan.idle = True
+        elif item.get("channel") == "iopub":
+            orphan.collector.handle(msg_type, content)
+        if orphan.idle:
+            self._fold(orphan)
+
+    def _fold(self, orphan: _Orphan) -> None:
+        """An earlier client's cell finished: its notebook cell gets all its outputs."""
+        self._orphans.pop(orphan.msg_id, None)
+        self._orphans_done.add(orphan.msg_id)
+        cell = next(
+            (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
+        )
+        code = orphan.code if orphan.code is not None else (_source_text(cell["source"]) if cell else "")
+        count = orphan.count if orphan.count is not None else (orphan.reply or {}).get("execution_count")
+        if cell is None:
+            cell = {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": _cell_id(),
+                "metadata": {},
+                "outputs": [],
+                "source": code,
+            }
+            self._nb.add(cell)
+        # What the earlier client saw (and saved) came before what was replayed: one stream.
+        merged = _Collector(self._displays)
+        merged.outputs = [dict(o) for o in cell.get("outputs") or []]
+        for out in orphan.collector.outputs:
+            merged._append(dict(out))
+        merged.error = orphan.collector.error
+        if orphan.reply is not None:
+            merged.error_from_reply(orphan.reply)
+        result = merged.result(code, hidden=False, execution_count=count, started=orphan.started)
+        cell["metadata"].pop(RUNNING_KEY, None)
+        cell["execution_count"] = count
+        cell["outputs"] = result.outputs
+        self._nb.touch(cell)
+        self.recovered.append(result)
+        with contextlib.suppress(Exception):
+            self._save()
+
+    @property
+    def orphans_running(self) -> bool:
+        """True while a cell an earlier client started (see ``attach``) has not finished."""
+        return bool(self._orphans)
 
     # --- running code ---------------------------------------------------------------------
     def exec(self, code: str, hidden: bool = False, timeout: float | None = None) -> CellResult:
@@ -1054,6 +1220,11 @@ class NotebookSession:
     def _check_usable(self) -> None:
         if self._closed:
             raise NotebookError(f"notebook session {self.session_id} is shut down")
+        if self._dead is not None and self._server_gone:
+            raise JupyterServerDiedError(
+                f"{self._dead}; start the server again (seer.execution.restart_jupyter(sandbox)), "
+                "then session.reopen(sandbox)"
+            )
         if self._dead is not None:
             raise KernelDiedError(f"{self._dead}; call session.restart() to start it again")
 
@@ -1075,11 +1246,12 @@ class NotebookSession:
                     self._auto_restarted = state == "restarting"
                     self._dead = "the kernel died between cells"
                     self._check_usable()
+            self._absorb(item)
 
     def _reconnect_or_die(self, reason: str) -> None:
         model = self._kernel_model()
         if model is None or model.get("execution_state") == "dead":
-            self._dead = f"the kernel is gone ({reason})"
+            self._dead = self._why_gone(f"the kernel is gone ({reason})")
             self._check_usable()
         self._connect()
 
@@ -1116,16 +1288,29 @@ class NotebookSession:
         idle = False
         last_seen = started
         reconnects = 0
+        # A recorded cell is in the notebook before it runs (as Jupyter does), its outputs list
+        # the very list the collector fills: a client that dies mid-cell leaves it there.
+        cell = self._begin_record(code, msg_id, collector.outputs) if record else None
+        last_save, unsaved = started, False
+        self._live = collector.outputs
         self._busy = True
         try:
             channels.send(msg)
             while reply is None or not idle:
                 now = time.monotonic()
+                if unsaved and now - last_save >= PARTIAL_SAVE_INTERVAL:
+                    # The outputs so far, into the notebook (the cell may run for hours).
+                    assert cell is not None
+                    last_save, unsaved = now, False
+                    self._nb.touch(cell)
+                    self._save()
                 wait = LIVENESS_INTERVAL
                 if interrupted_at is not None:
                     wait = min(wait, max(interrupted_at + INTERRUPT_GRACE - now, 0.0))
                 elif deadline is not None:
                     wait = min(wait, max(deadline - now, 0.0))
+                if unsaved:
+                    wait = min(wait, max(last_save + PARTIAL_SAVE_INTERVAL - now, 0.01))
                 item = channels.get(wait) if wait > 0 else None
                 now = time.monotonic()
                 if item is None:
@@ -1145,7 +1330,9 @@ class NotebookSession:
                         last_seen = now
                         model = self._kernel_model()
                         if model is None or model.get("execution_state") == "dead":
-                            self._died(collector, code, hidden, started, record, "the kernel died")
+                            self._died(
+                                collector, code, hidden, started, cell, self._why_gone("the kernel died")
+                            )
                         if reconnects and model.get("execution_state") == "idle":
                             raise NotebookError(
                                 "lost the connection to the kernel while the cell ran; it has "
@@ -1154,12 +1341,19 @@ class NotebookSession:
                     continue
                 last_seen = now
                 if isinstance(item, _Restarted):
-                    self._died(collector, code, hidden, started, record, "the kernel was restarted")
+                    self._died(collector, code, hidden, started, cell, "the kernel was restarted")
                 if isinstance(item, _Closed):
+                    if self._closed:  # detach() let go of the kernel: the cell runs on there
+                        raise NotebookError("the session was detached while the cell ran")
                     model = self._kernel_model()
                     if model is None or model.get("execution_state") == "dead":
                         self._died(
-                            collector, code, hidden, started, record, f"the kernel died ({item.reason})"
+                            collector,
+                            code,
+                            hidden,
+                            started,
+                            cell,
+                            self._why_gone(f"the kernel died ({item.reason})"),
                         )
                     if reconnects >= 3:
                         raise NotebookError(
@@ -1183,9 +1377,10 @@ class NotebookSession:
                     if msg_type == "status" and state in ("restarting", "dead"):
                         # "restarting": the server is already starting a fresh kernel in its place.
                         self._auto_restarted = state == "restarting"
-                        self._died(collector, code, hidden, started, record, "the kernel died")
+                        self._died(collector, code, hidden, started, cell, "the kernel died")
                     continue
                 if parent.get("msg_id") != msg_id:
+                    self._absorb(item)
                     continue
                 if channel == "shell":
                     reply = content
@@ -1193,17 +1388,28 @@ class NotebookSession:
                     if msg_type == "status":
                         if content.get("execution_state") == "idle":
                             idle = True
-                    elif msg_type != "execute_input":
+                    elif msg_type == "execute_input":
+                        if cell is not None:
+                            cell["execution_count"] = content.get("execution_count")
+                            self._nb.touch(cell)
+                    else:
                         collector.handle(msg_type, content)
+                        unsaved = cell is not None
         finally:
             self._busy = False
+            self._live = None
+            if cell is not None and reply is None:
+                # It did not finish here (timeout, lost connection): keep what it printed so far.
+                self._nb.touch(cell)
+                with contextlib.suppress(Exception):
+                    self._save()
         collector.error_from_reply(reply)
         count = None if hidden else reply.get("execution_count")
         result = collector.result(code, hidden=hidden, execution_count=count, started=started)
         if collector.model_info is not None:
             self._last_model_info = collector.model_info
-        if record:
-            self._record(result)
+        if cell is not None:
+            self._record(result, cell)
         elif collector.updated_displays:
             self._nb.invalidate()
             self._save()
@@ -1214,11 +1420,19 @@ class NotebookSession:
         return result
 
     def _died(
-        self, collector: _Collector, code: str, hidden: bool, started: float, record: bool, why: str
+        self,
+        collector: _Collector,
+        code: str,
+        hidden: bool,
+        started: float,
+        cell: dict[str, Any] | None,
+        why: str,
     ) -> NoReturn:
         result = collector.result(code, hidden=hidden, execution_count=None, started=started)
         self._dead = why
-        if record:
+        server_gone = self._server_gone
+        if cell is not None:
+            result.execution_count = cell.get("execution_count")
             result.outputs.append(
                 {
                     "output_type": "error",
@@ -1227,25 +1441,74 @@ class NotebookSession:
                     "traceback": [f"KernelDied: {why} while this cell ran"],
                 }
             )
-            self._record(result)
+            with contextlib.suppress(Exception):  # a server that is gone takes no notebook
+                self._record(result, cell)
+        if server_gone:
+            raise JupyterServerDiedError(f"{why} while the cell ran", result=result)
         raise KernelDiedError(
             f"{why} while the cell ran; call session.restart() to start it again", result=result
         )
 
-    def _record(self, result: CellResult) -> None:
-        self._nb.add(
-            {
-                "cell_type": "code",
-                "execution_count": result.execution_count,
-                "id": _cell_id(),
-                "metadata": {},
-                "outputs": result.outputs,
-                "source": result.code,
-            }
-        )
+    def _why_gone(self, why: str) -> str:
+        """``why``, or that the Jupyter server itself stopped answering (it took the kernel)."""
+        try:
+            self._client.request("GET", "/api/status", timeout=10)
+        except OSError as exc:
+            self._server_gone = True
+            reason = exc.strerror or type(exc).__name__
+            return (
+                f"the Jupyter server at {self._client.url} stopped answering ({reason}); "
+                "its kernels died with it"
+            )
+        return why
+
+    def _begin_record(self, code: str, msg_id: str, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """Put a cell about to run in the notebook, marked running, and save it."""
+        cell: dict[str, Any] = {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": _cell_id(),
+            "metadata": {RUNNING_KEY: msg_id},
+            "outputs": outputs,
+            "source": code,
+        }
+        self._nb.add(cell)
+        self._save()
+        return cell
+
+    def _record(self, result: CellResult, cell: dict[str, Any]) -> None:
+        """The cell ``_begin_record`` added has finished: its outputs and count are final."""
+        cell["execution_count"] = result.execution_count
+        cell["outputs"] = result.outputs
+        cell["metadata"].pop(RUNNING_KEY, None)
         if self._displays:
             self._nb.invalidate()
+        else:
+            self._nb.touch(cell)
         self._save()
+
+    def partial_outputs(self) -> list[dict[str, Any]]:
+        """The outputs of the cell running now, so far (nbformat dicts, copied); [] when none
+        runs. Safe from any thread: what a client shows while a long cell runs. While
+        :meth:`sync` waits for a cell an earlier client started, that cell's."""
+        orphans = list(self._orphans.values())
+        if orphans:
+            orphan = orphans[-1]
+            cell = next(
+                (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
+            )
+            saved = list(cell.get("outputs") or []) if cell is not None else []
+            return [dict(out) for out in saved + list(orphan.collector.outputs)]
+        live = self._live
+        if live is None:
+            return []
+        return [dict(out) for out in list(live)]
+
+    @property
+    def server_died(self) -> bool:
+        """True once the Jupyter server stopped answering (its kernels died with it): ``restart()``
+        cannot help; :func:`seer.execution.restart_jupyter` and :meth:`reopen` can."""
+        return self._server_gone
 
     def _save(self) -> None:
         """Write the notebook into the sandbox and its local mirror."""
@@ -1273,10 +1536,9 @@ class NotebookSession:
 
     def _apply_env(self) -> None:
         """Give the kernel the variables core set for the sandbox after the server started."""
-        if self._kernel_env_file:
-            self._setup_cell(
-                _APPLY_ENV.replace("ENV_FILE", repr(self._kernel_env_file)), "setting the environment"
-            )
+        self._setup_cell(
+            _APPLY_ENV.replace("ENV_FILE", repr(self._kernel_env_file)), "setting the environment"
+        )
 
     def _load_models(self) -> None:
         self._last_model_info = None
@@ -1332,6 +1594,16 @@ class NotebookSession:
         loaded, workspaces applied. The notebook so far is kept."""
         if self._closed:
             raise NotebookError(f"notebook session {self.session_id} is shut down")
+        try:
+            self._client.request("GET", "/api/status", timeout=10)
+        except OSError as exc:
+            self._server_gone = True
+            self._dead = self._dead or "the kernel died with its Jupyter server"
+            raise JupyterServerDiedError(
+                f"the Jupyter server at {self._client.url} does not answer "
+                f"({exc.strerror or type(exc).__name__}): it stopped, and its kernels with it. Start it "
+                "again (seer.execution.restart_jupyter(sandbox)), then session.reopen(sandbox)"
+            ) from exc
         channels = self._channels
         if channels is not None and self._busy:
             channels.inbox.put(_Restarted())
@@ -1339,26 +1611,68 @@ class NotebookSession:
             if not self._auto_restarted:
                 self._restart_kernel()
             self._auto_restarted = False
-            # After a crash the server may still be restarting the kernel on its own, racing the
-            # restart above; a connection made meanwhile can drop mid-setup and lose a setup cell.
-            # Setting up a fresh kernel again is harmless, so retry (bounded) when that happens.
-            for attempt in range(RESTART_SETUP_ATTEMPTS):
-                self._displays.clear()
-                self._dead = None
-                try:
-                    self._connect()
-                    self._apply_env()
-                    self._load_models()
-                    self.installed = []
-                    for workspace in self.workspaces:
-                        self._apply(workspace)
-                    return
-                except NotebookError:
-                    if attempt == RESTART_SETUP_ATTEMPTS - 1:
-                        raise
-                    time.sleep(1.0)  # let the server's own restart finish
-                    if self._kernel_model() is None:
-                        self._restart_kernel()  # the kernel is gone altogether: get a new one
+            self._setup_again()
+
+    def reopen(self, sandbox: Sandbox | str) -> None:
+        """Carry on after the sandbox's Jupyter server was started again
+        (:func:`seer.execution.restart_jupyter`): a new Jupyter session and kernel on it for the
+        same notebook, set up as at creation (models loaded, workspaces applied). The notebook so
+        far is kept; ``session_id``, ``kernel_id`` and ``jupyter_url`` change. ``sandbox`` is the
+        sandbox (its recorded server is used) or the new server's ``jupyter_url``."""
+        url = sandbox if isinstance(sandbox, str) else sandbox.jupyter_url
+        if not url:
+            raise NotebookError("the sandbox runs no Jupyter server")
+        client = JupyterClient.from_url(url)
+        with self._lock:
+            if self._channels is not None:
+                self._channels.close()
+                self._channels = None
+            self._client = client
+            self._new_server_session()
+            self._setup_again()
+            self._save()
+
+    def _new_server_session(self) -> None:
+        """A new Jupyter session (and kernel) for this notebook on the server, which no longer
+        knows the old one (it was started again)."""
+        model = self._client.call(
+            "POST",
+            "/api/sessions",
+            {
+                "path": self.notebook_path,
+                "type": "notebook",
+                "name": self.name,
+                "kernel": {"name": "python3"},
+            },
+        )
+        self.session_id = str(model["id"])
+        self.kernel_id = str(model["kernel"]["id"])
+        self._server_gone = False
+        self._auto_restarted = False
+        self._orphans.clear()
+
+    def _setup_again(self) -> None:
+        """(Under the lock.) Connect to a fresh kernel and set it up as at creation."""
+        # After a crash the server may still be restarting the kernel on its own, racing the
+        # restart above; a connection made meanwhile can drop mid-setup and lose a setup cell.
+        # Setting up a fresh kernel again is harmless, so retry (bounded) when that happens.
+        for attempt in range(RESTART_SETUP_ATTEMPTS):
+            self._displays.clear()
+            self._dead = None
+            try:
+                self._connect()
+                self._apply_env()
+                self._load_models()
+                self.installed = []
+                for workspace in self.workspaces:
+                    self._apply(workspace)
+                return
+            except NotebookError:
+                if attempt == RESTART_SETUP_ATTEMPTS - 1:
+                    raise
+                time.sleep(1.0)  # let the server's own restart finish
+                if self._kernel_model() is None:
+                    self._restart_kernel()  # the kernel is gone altogether: get a new one
 
     def _restart_kernel(self) -> None:
         """Restart the kernel through the server, or give the session a new one if it is gone."""
@@ -1370,10 +1684,23 @@ class NotebookSession:
             # 500: typically a restart already under way (the server's own, after a crash).
             time.sleep(0.5 * (attempt + 1))
         if status == 404:
+            known, _ = self._client.request("GET", f"/api/sessions/{self.session_id}")
+            if known == 404:  # a server started again since: it knows neither
+                self._new_server_session()
+                return
             self.kernel_id = self._client.start_kernel()
             self._client.call("PATCH", f"/api/sessions/{self.session_id}", {"kernel": {"id": self.kernel_id}})
         elif status != 200:
             raise NotebookError(f"restarting kernel {self.kernel_id}: HTTP {status}: {data}")
+
+    def detach(self) -> None:
+        """Let go of the session without ending it: the kernel runs on (a cell too), and the
+        Jupyter server keeps what the kernel sends for the next handle attaching with the same
+        ``channel`` key (see :meth:`attach`). This handle is unusable afterwards."""
+        self._closed = True
+        channels, self._channels = self._channels, None
+        if channels is not None:
+            channels.close()
 
     def shutdown(self) -> None:
         """End the session: its kernel is shut down; the notebook stays. Idempotent."""
@@ -1395,10 +1722,19 @@ class NotebookSession:
         *,
         sandbox: Sandbox | None = None,
         outputs_dir: str | os.PathLike[str] | None = None,
+        channel: str | None = None,
     ) -> NotebookSession:
         """A handle on a session created elsewhere (by another process), from ``jupyter_url`` and
         ``session_id``. Its notebook is read back and appended to; without ``sandbox`` it is written
-        through the Jupyter contents API."""
+        through the Jupyter contents API.
+
+        Nothing the kernel ran is lost to the notebook: :meth:`sync` (run here when the kernel is
+        idle) appends what the kernel ran that the notebook misses. ``channel`` is the kernel
+        websocket's session key: a handle attaching again with the key an earlier one used (the
+        notebook MCP server's ``seer-mcp-<session_id>``) is sent what the kernel sent meanwhile,
+        so a cell the earlier one left running gets all its outputs. When the kernel is busy
+        (:attr:`busy_at_attach`), that cell is still running: :meth:`sync` waits for it.
+        """
         client = JupyterClient.from_url(jupyter_url)
         model = client.call("GET", f"/api/sessions/{session_id}", expect=(200,))
         path = model["path"]
@@ -1420,12 +1756,121 @@ class NotebookSession:
             cells=cells,
             metadata=metadata,
         )
+        session._channel_key = channel
         session._connect()
-        info = session._run(
-            "print(globals().get('__seer_model_info__') or '')", hidden=True, timeout=60, record=False
-        )
-        session.model_info_text = info.stdout.strip() or NO_MODELS_TEXT
+        if session._orphans or session._kernel_busy():
+            # A cell runs (one an earlier handle started, or another client's): asking the kernel
+            # anything now would wait for it. sync() does, when the caller is ready to.
+            session.busy_at_attach = True
+            session.model_info_text = (
+                "The kernel is busy running a cell started before this attach; its models are listed "
+                "once it finishes."
+            )
+        else:
+            session.sync()
         return session
+
+    def _kernel_busy(self) -> bool:
+        """Whether the kernel runs a cell now (a moment's ``busy`` around a request does not count)."""
+        for _ in range(5):
+            model = self._kernel_model()
+            if model is None or model.get("execution_state") != "busy":
+                return False
+            time.sleep(0.1)
+        return True
+
+    def sync(self) -> list[CellResult]:
+        """Bring the notebook up to date with what its kernel ran; return the cells recovered.
+
+        Waits for a cell an earlier client left running (recording its outputs), then asks the
+        kernel for its history (IPython's raw inputs and ``Out``) and appends the executed cells the
+        notebook misses after the last one it holds, in order, each with its value (printed output
+        is gone by then); a cell still marked running gets its execution count and value.
+        Refreshes ``model_info_text`` and ``sandbox_id``. Safe to call any time.
+        """
+        with self._lock:
+            before = len(self.recovered)
+            state_cell = self._run(_KERNEL_STATE, hidden=True, timeout=None, record=False)
+            for orphan in list(self._orphans.values()):  # finished, whatever arrived of them
+                self._fold(orphan)
+            try:
+                state = json.loads(state_cell.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError) as exc:
+                raise NotebookError(f"the kernel did not report its history: {state_cell}") from exc
+            self.model_info_text = state.get("model_info") or NO_MODELS_TEXT
+            self.sandbox_id = state.get("sandbox_id") or self.sandbox_id
+            self.busy_at_attach = False
+            self._reconcile(list(state.get("inputs") or []), set(state.get("values") or []))
+            return self.recovered[before:]
+
+    def _reconcile(self, inputs: list[str], values: set[int]) -> None:
+        """(Under the lock.) Match the kernel's history (``inputs[n]``: the source of In [n]) with
+        the notebook's code cells, in order; record what is missing after the last match."""
+        code_cells = [c for c in self._nb.cells if c.get("cell_type") == "code"]
+        matched: dict[int, dict[str, Any]] = {}
+        pos = 0
+        for n in range(1, len(inputs)):
+            source = str(inputs[n]).strip()
+            for j in range(pos, len(code_cells)):
+                cell = code_cells[j]
+                if _source_text(cell.get("source", "")).strip() == source and cell.get("execution_count") in (
+                    n,
+                    None,
+                ):
+                    matched[n] = cell
+                    pos = j + 1
+                    break
+        last = max(matched, default=0)
+        wanted: dict[int, dict[str, Any]] = {}
+        changed = False
+        for n, cell in matched.items():
+            if RUNNING_KEY in cell.get("metadata", {}):
+                cell["metadata"].pop(RUNNING_KEY)
+                cell["execution_count"] = n
+                self._nb.touch(cell)
+                changed = True
+                if n in values and not any(o.get("output_type") == "execute_result" for o in cell["outputs"]):
+                    wanted[n] = cell
+        for n in range(last + 1, len(inputs)):
+            cell = {
+                "cell_type": "code",
+                "execution_count": n,
+                "id": _cell_id(),
+                "metadata": {},
+                "outputs": [],
+                "source": str(inputs[n]),
+            }
+            self._nb.add(cell)
+            changed = True
+            if n in values:
+                wanted[n] = cell
+            else:
+                self.recovered.append(CellResult(code=cell["source"], execution_count=n))
+        if wanted:
+            got = self._run(
+                _KERNEL_VALUES.replace("NUMBERS", repr(sorted(wanted))), hidden=True, timeout=60, record=False
+            )
+            try:
+                bundles = json.loads(got.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                bundles = {}
+            for n, cell in sorted(wanted.items()):
+                data = bundles.get(str(n))
+                if data:
+                    cell["outputs"].append(
+                        {"output_type": "execute_result", "execution_count": n, "data": data, "metadata": {}}
+                    )
+                    self._nb.touch(cell)
+                self.recovered.append(
+                    CellResult(
+                        code=_source_text(cell["source"]),
+                        result=(data or {}).get("text/plain"),
+                        outputs=cell["outputs"],
+                        execution_count=n,
+                    )
+                )
+        if changed:
+            self._save()
 
 
 def unique_notebook_path(client: JupyterClient, directory: str, name: str) -> tuple[str, str]:

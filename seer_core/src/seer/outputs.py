@@ -46,6 +46,10 @@ __all__ = [
     "recorded_outputs_dir",
 ]
 
+#: The local folder notebooks and outputs are copied to, per sandbox: ``./seer-outputs/<sandbox_id>/``
+#: (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` when that is set). Defined here, not in
+#: :mod:`seer.execution` (which re-exports it), so that keeping outputs needs no session code.
+DEFAULT_OUTPUTS_DIR = "seer-outputs"
 #: The sandbox folders (relative to its working directory) kept on the client, and where each
 #: goes in the client folder: notebooks at its top, outputs under ``outputs/``.
 KEPT_DIRS = {"notebooks": "", "outputs": "outputs"}
@@ -56,8 +60,6 @@ _SKIPPED = {".ipynb_checkpoints"}
 def client_outputs_dir(sandbox_id: str) -> Path:
     """The default client folder of ``sandbox_id``'s record, absolute, resolved now:
     ``$SEER_OUTPUTS_DIR/<id>`` when set, else ``./seer-outputs/<id>``."""
-    from seer.execution import DEFAULT_OUTPUTS_DIR
-
     base = Path(os.environ.get("SEER_OUTPUTS_DIR") or DEFAULT_OUTPUTS_DIR).expanduser()
     return base.absolute() / sandbox_id
 

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -46,6 +46,14 @@ KNOWN_EXTRAS: dict[str, str] = {
     "runpod": "seer[runpod]",
     "modal": "seer[modal]",
     "mcp": "seer[mcp]",
+}
+#: What each of those names is (a provider, an expose mode), so a hint is given only for its kind.
+KNOWN_KINDS: dict[str, str] = {
+    "docker": "provider",
+    "ssh": "provider",
+    "runpod": "provider",
+    "modal": "provider",
+    "mcp": "expose mode",
 }
 
 CORE_DISTRIBUTION = "seer-core"
@@ -238,13 +246,20 @@ def execution_modes() -> dict[str, Registration]:
     return dict(_get().execution_modes.items)
 
 
+def install_hint(kind: str, name: str) -> str | None:
+    """How to install the ``kind`` (``provider``, ``expose mode``, ``execution mode``) named
+    ``name`` when one of seer's own optional members provides it; None otherwise."""
+    key = name.strip().lower()
+    if KNOWN_KINDS.get(key) != kind:
+        return None
+    return f'Install it with: pip install "{KNOWN_EXTRAS[key]}"'
+
+
 def _lookup(registry: dict[str, Registration], kind: str, name: str) -> type:
     try:
         return registry[name].cls
     except KeyError:
-        extra = KNOWN_EXTRAS.get(name)
-        hint = f'Install it with: pip install "{extra}"' if extra else None
-        raise UnknownPluginError(kind, name, registry, hint) from None
+        raise UnknownPluginError(kind, name, registry, install_hint(kind, name)) from None
 
 
 def get_provider_class(name: str) -> type[Provider]:
@@ -269,16 +284,6 @@ def get_expose_mode(name: str) -> type[ExposeMode]:
 def get_execution_mode(name: str) -> type[ExecutionModePlugin]:
     """The execution mode class registered as ``name``."""
     return _lookup(execution_modes(), "execution mode", name)
-
-
-def known_gpu_types() -> set[str]:
-    """Every GPU name seer or an installed provider understands."""
-    from seer.config import GPU_CATALOGUE
-
-    names = set(GPU_CATALOGUE)
-    for reg in providers().values():
-        names |= set(cast("type[Provider]", reg.cls).capabilities.gpu_types)
-    return names
 
 
 def hook() -> Any:

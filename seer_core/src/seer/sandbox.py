@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any
 
 from seer import plugins
@@ -105,7 +105,7 @@ class Sandbox:
         secret_values = config.preflight()
         prune_records()
         provider = plugins.get_provider(self._provider_name)
-        mode_cls = plugins.get_execution_mode(config.execution_mode.value)
+        mode_cls = plugins.get_execution_mode(str(config.execution_mode))
         self._name = name or getattr(config, "name", None) or "sandbox"
         progress = Progress(enabled=False) if quiet else self._progress
         spec = MachineSpec(
@@ -310,17 +310,37 @@ class Sandbox:
             },
         )
 
-    def _set_service(self, key: str, value: Any) -> None:
-        """Record something a step or mode started (a URL, model handles, ...); it survives attach."""
+    # --- state plugins and modes add to (public: seer's own modes use nothing else) ----------
+    def set_service(self, key: str, value: Any) -> None:
+        """Record something a bootstrap step, mode or plugin started in the sandbox (a URL, model
+        handles, a session list) under ``key``; it is saved with the sandbox's record, so a later
+        :meth:`attach` sees it in :attr:`services`. ``value`` must be JSON-serialisable."""
         self._services[key] = value
         if (_records() / f"{self.machine.id}.json").is_file():
             self._save_record()
 
-    def _add_env(self, env: Mapping[str, str]) -> None:
-        """Set variables for everything run in the sandbox from now on (and after attach)."""
+    def add_env(self, env: Mapping[str, str]) -> None:
+        """Set environment variables for everything run in the sandbox from now on (``exec``,
+        background processes, kernels started later), on top of ``config.env``; saved with the
+        record, so they hold after :meth:`attach` too. Model paths are set this way."""
         self._env.update(env)
         if (_records() / f"{self.machine.id}.json").is_file():
             self._save_record()
+
+    @property
+    def services(self) -> Mapping[str, Any]:
+        """What steps, modes and plugins recorded with :meth:`set_service`, by key (read-only)."""
+        return MappingProxyType(self._services)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The variables added with :meth:`add_env` (read-only; ``config.env`` is apart)."""
+        return MappingProxyType(self._env)
+
+    @property
+    def started(self) -> bool:
+        """Whether this handle holds a machine: started (or attached) and not terminated."""
+        return self._machine is not None
 
     # --- properties -----------------------------------------------------------------------
     @property

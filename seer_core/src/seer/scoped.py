@@ -89,7 +89,7 @@ class ScopedSandbox(Sandbox):
         if config.execution_mode is not ExecutionMode.LOCAL:
             if "execution_mode" in config.model_fields_set:
                 warnings.warn(
-                    f"ScopedSandbox serves interfaces and starts no {config.execution_mode.value!r} "
+                    f"ScopedSandbox serves interfaces and starts no {str(config.execution_mode)!r} "
                     "environment: execution_mode is taken as 'local'",
                     stacklevel=2,
                 )
@@ -115,7 +115,7 @@ class ScopedSandbox(Sandbox):
             try:
                 with progress.step("Installing the workspace"):
                     installed = workspace.install(self, root=WORKSPACE_ROOT)
-                self._set_service(
+                self.set_service(
                     "rpc_workspace", {"libs_dir": installed.libs_dir, "skills_dir": installed.skills_dir}
                 )
             except BaseException as exc:
@@ -220,10 +220,10 @@ class ScopedSandbox(Sandbox):
             # An earlier server of this name was stopped: it is no longer served.
             if iface in self._services.get("rpc", {}):
                 remaining = {k: v for k, v in self._services["rpc"].items() if k != iface}
-                self._set_service("rpc", remaining)
+                self.set_service("rpc", remaining)
             raise
         record = {**served.to_dict(), "port": port}
-        self._set_service("rpc", {**self._services.get("rpc", {}), iface: record})
+        self.set_service("rpc", {**self._services.get("rpc", {}), iface: record})
         if expose_as is None:
             return served
         if isinstance(expose_as, str):
@@ -398,7 +398,7 @@ class ScopedSandbox(Sandbox):
             remote_path = posixpath.join(INTERFACES_DIR, file_name)
             result = super().upload_file(local_path, remote_path)
             if file_name.endswith(".py"):
-                self._set_service("rpc_files", sorted({*self._services.get("rpc_files", []), file_name}))
+                self.set_service("rpc_files", sorted({*self._services.get("rpc_files", []), file_name}))
             return result
         return super().upload_file(local_path, remote_path)
 

@@ -14,10 +14,19 @@ keeps running, and ``get_cell_result`` collects what it produced.
 Tool failures (an unknown session, a server that does not answer, a wrong token, a dead kernel, a
 busy session) come back as error results whose text says what to do next; the server keeps serving.
 
+The research record is never lost: a cell is in the notebook before it runs (its outputs are
+saved as they come, and when it ends), and every session's notebook is copied, as it is written, to
+the sandbox's client-side folder: the one its record names (``$SEER_OUTPUTS_DIR/<sandbox_id>/`` or
+``./seer-outputs/<sandbox_id>/``, fixed when the sandbox started). A server attaching to a session
+again recovers what the kernel ran that the notebook misses, and a cell a previous server left
+running, with its outputs (:meth:`seer.notebook.NotebookSession.sync`). A Jupyter server that died
+is reported as such; ``restart_session`` starts it again, and the session, with the models.
+
 Environment: ``SEER_SESSION_ID`` with ``SEER_JUPYTER_URL`` (or ``SEER_URL``) name a default session,
 attached on first use; ``SEER_JUPYTER_URL`` alone is the server ``attach_to_session`` uses when given
-none. ``SEER_OUTPUTS_DIR`` mirrors attached sessions' notebooks into that folder.
-``SEER_MCP_PROGRESS_INTERVAL`` sets the seconds between progress notifications (default 1).
+none. ``SEER_OUTPUTS_DIR`` is the base of the client-side folders for sandboxes without a record here
+(``session.mcp_config`` sets it). ``SEER_MCP_PROGRESS_INTERVAL`` sets the seconds between progress
+notifications (default 1).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import math
 import os
 import queue
 import re
@@ -36,6 +46,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec
 
 import anyio
@@ -43,8 +54,14 @@ import anyio.to_thread
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
-from seer.errors import CellTimeoutError, KernelDiedError, NotebookError, SeerError
-from seer.notebook import CellResult, JupyterClient, NotebookSession, strip_ansi
+from seer.errors import (
+    CellTimeoutError,
+    JupyterServerDiedError,
+    KernelDiedError,
+    NotebookError,
+    SeerError,
+)
+from seer.notebook import NO_MODELS_TEXT, CellResult, JupyterClient, NotebookSession, strip_ansi
 
 from seer_mcp._progress import with_progress
 
@@ -73,6 +90,10 @@ PROBE_TIMEOUT = 15.0
 WRITE_DELAY = 0.25
 #: Lifetime of a sandbox ``start_new_session`` starts (it ends earlier with its session or server).
 LOCAL_SANDBOX_TIMEOUT = 4 * 3600
+#: How many of a running cell's latest output lines a progress notification carries.
+PROGRESS_LINES = 5
+#: ... and at most this many characters of them.
+PROGRESS_CHARS = 1000
 
 _TOKEN = re.compile(r"([?&]token=)[^&\s'\"]+")
 
@@ -121,6 +142,8 @@ class _Cell:
     collected: bool = False
     #: a line to put before its output (about an earlier cell)
     note: str = ""
+    #: a cell an earlier server started, which this one waits for (see SessionRegistry.attach)
+    adopted: bool = False
     done: threading.Event = field(default_factory=threading.Event)
     _watchers: list[Callable[[], None]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -344,6 +367,50 @@ def _run_cell(entry: _Entry, cell: _Cell, timeout: float | None) -> None:
         cell.finish()
 
 
+def _adopt(entry: _Entry, cell: _Cell, on_synced: Callable[[], None]) -> None:
+    """(The cell's thread.) Wait for the cell an earlier server left running in the kernel; its
+    outputs are recorded in its notebook cell (NotebookSession.sync)."""
+    session = entry.session
+    try:
+        recovered = session.sync()
+        cell.result = recovered[-1] if recovered else None
+        if cell.result is not None:
+            cell.index = _index_of(session, cell.result)
+    except (CellTimeoutError, KernelDiedError) as exc:
+        cell.failure = exc
+    except BaseException as exc:
+        cell.failure = exc
+    finally:
+        with contextlib.suppress(Exception):
+            on_synced()
+        cell.finish()
+
+
+def _index_of(session: NotebookSession, result: CellResult) -> int | None:
+    """The notebook index of the latest code cell holding ``result``'s code and count."""
+    for i in range(len(session.cells) - 1, -1, -1):
+        cell = session.cells[i]
+        if cell.get("cell_type") == "code" and cell.get("execution_count") == result.execution_count:
+            return i
+    return None
+
+
+def _output_tail(outputs: Sequence[dict[str, Any]]) -> str:
+    """The last lines a running cell printed (what a terminal would show: a line rewritten with
+    ``\r``, as progress bars do, shows its last version), for a progress notification."""
+    text = "".join(_as_text(o.get("text", "")) for o in outputs if o.get("output_type") == "stream")
+    lines = [strip_ansi(line.rsplit("\r", 1)[-1]) for line in text.replace("\r\n", "\n").split("\n")]
+    tail = "\n".join(line for line in lines if line.strip())
+    kept = "\n".join(tail.splitlines()[-PROGRESS_LINES:])
+    return kept[-PROGRESS_CHARS:]
+
+
+def _progress_message(cell: _Cell, session: NotebookSession | None) -> str:
+    message = f"cell running for {cell.elapsed:.0f}s"
+    tail = _output_tail(session.partial_outputs()) if session is not None else ""
+    return f"{message}; latest output:\n{tail}" if tail else message
+
+
 # --- turning outputs into MCP content -------------------------------------------------------
 
 
@@ -406,7 +473,10 @@ def _cell_result(cell: _Cell, entry: _Entry) -> types.CallToolResult:
     blocks = _output_content(result.outputs if result is not None else [])
     is_error = result is not None and result.error is not None
     failure = cell.failure
-    if isinstance(failure, KernelDiedError):
+    if isinstance(failure, JupyterServerDiedError):
+        is_error = True
+        blocks.append(types.TextContent(type="text", text=_server_died(session)))
+    elif isinstance(failure, KernelDiedError):
         is_error = True
         why = str(failure).split(";")[0]
         blocks.append(
@@ -462,6 +532,8 @@ class SessionRegistry:
         self.default_url = default_url or None
         self.outputs_dir = outputs_dir or None
         self._entries: dict[str, _Entry] = {}
+        #: old session id -> new, for sessions that got a new id (their Jupyter server was restarted)
+        self._aliases: dict[str, str] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -512,6 +584,7 @@ class SessionRegistry:
         with self._lock:
             if self._closed:
                 raise ToolFailure("the server is shutting down")
+            session_id = self._aliases.get(session_id, session_id)
             if session_id:
                 return self._entries.get(session_id)
             if self.default_session_id and self.default_session_id in self._entries:
@@ -547,7 +620,9 @@ class SessionRegistry:
         return self._add(_Entry(session, origin))
 
     def _add(self, entry: _Entry) -> _Entry:
+        self._place_copy(entry.session)
         entry.writer = _NotebookWriter(entry.session)
+        entry.writer.save()  # the client-side copy holds the whole notebook from now on
         with self._lock:
             closed = self._closed
             if not closed:
@@ -574,7 +649,7 @@ class SessionRegistry:
             sandbox_id_providers(sandbox_id)
         if session_id:
             with self._lock:
-                existing = self._entries.get(session_id)
+                existing = self._entries.get(self._aliases.get(session_id, session_id))
             if existing is not None:
                 return existing, "already attached"
         if not session_id and sandbox_id:
@@ -600,13 +675,85 @@ class SessionRegistry:
                 f"GET /api/sessions/{session_id} on {client.url} answered HTTP {status}: {model}"
             )
         try:
-            session = NotebookSession.attach(client.jupyter_url, session_id, outputs_dir=self.outputs_dir)
+            # The same websocket key as any server before this one: the kernel's output while none
+            # was connected is replayed to it (a cell a previous server left running).
+            session = NotebookSession.attach(client.jupyter_url, session_id, channel=f"seer-mcp-{session_id}")
         except KernelDiedError as exc:
             raise ToolFailure(
                 f"Session {session_id!r} exists but its kernel is dead ({exc}). Start a new session "
                 "(leave session_id empty) or re-run the setup script."
             ) from exc
-        return self._add(_Entry(session, "attached")), "attached"
+        entry = self._add(_Entry(session, "attached"))
+        if session.busy_at_attach:
+            self._adopt_running(entry)
+            return entry, "attached while a cell runs"
+        return entry, "attached"
+
+    def _adopt_running(self, entry: _Entry) -> None:
+        """The kernel runs a cell started before this server attached: follow it as this server's
+        latest cell (get_cell_result waits for it; execute_code says the session is busy)."""
+        session = entry.session
+        running = next(
+            (c for c in reversed(session.cells) if "seer_running" in (c.get("metadata") or {})), None
+        )
+        code = _as_text(running.get("source", "")) if running is not None else ""
+        cell = _Cell(code=code or "(a cell started before this server attached)", adopted=True, detached=True)
+        if running is not None:
+            cell.index = next(i for i, c in enumerate(session.cells) if c is running)
+        with entry.lock:
+            entry.cell = cell
+            if entry.runner is None:
+                entry.runner = _Runner(f"seer-mcp-cells-{session.session_id[:8]}")
+            entry.runner.submit(functools.partial(_adopt, entry, cell, lambda: self._refresh_copy(entry)))
+
+    def _refresh_copy(self, entry: _Entry) -> None:
+        """(After sync) the sandbox is known now: move the client-side copy where it belongs."""
+        before = entry.session.local_path
+        self._place_copy(entry.session)
+        if entry.session.local_path != before and entry.writer is not None:
+            entry.writer.save()
+
+    # --- where the research record goes -------------------------------------------------------
+    def sandbox_of(self, session: NotebookSession) -> Sandbox | None:
+        """The sandbox whose Jupyter server ``session`` is on, if this machine has its record.
+
+        The kernel says which sandbox it is in (``session.sandbox_id``); that sandbox's recorded
+        Jupyter server must be the session's, so a kernel cannot point anywhere else.
+        """
+        if session.sandbox is not None:
+            return session.sandbox
+        sandbox_id = session.sandbox_id
+        if not sandbox_id:
+            return None
+        from seer import Sandbox
+
+        try:
+            sandbox = Sandbox.attach(sandbox_id)
+            url = sandbox.jupyter_url
+            if not url:
+                return None
+            theirs = JupyterClient.from_url(url)
+        except (SeerError, OSError, ValueError):
+            return None
+        ours = session.client
+        if (theirs.url, theirs.token) != (ours.url, ours.token):
+            return None
+        return sandbox
+
+    def _place_copy(self, session: NotebookSession) -> None:
+        """Give ``session`` its client-side copy: ``<sandbox's record folder>/<name>.ipynb``, or,
+        for a sandbox without a record here, ``<SEER_OUTPUTS_DIR or ./seer-outputs>/<server>/``."""
+        sandbox = self.sandbox_of(session)
+        if sandbox is not None:
+            folder = sandbox.outputs_dir
+        else:
+            from seer.execution import DEFAULT_OUTPUTS_DIR
+
+            parts = urllib.parse.urlsplit(session.client.url)
+            server = re.sub(r"[^A-Za-z0-9_-]", "-", f"jupyter-{parts.hostname}-{parts.port or 80}")
+            folder = Path(self.outputs_dir or DEFAULT_OUTPUTS_DIR).expanduser().absolute() / server
+        if session.local_path is None or session.local_path.parent != folder:
+            session.local_path = folder / f"{session.name}.ipynb"
 
     def _from_sandbox(self, sandbox_id: str, name: str) -> _Entry:
         from seer import Sandbox
@@ -624,6 +771,12 @@ class SessionRegistry:
             raise ToolFailure(
                 f"Sandbox {sandbox_id} runs no Jupyter server (its execution_mode is not 'notebook')."
             )
+        try:
+            JupyterClient.from_url(sandbox.jupyter_url).request("GET", "/api/status", timeout=PROBE_TIMEOUT)
+        except OSError:  # the server died: start it again (its kernels died with it)
+            from seer.execution import restart_jupyter
+
+            restart_jupyter(sandbox)
         session = create_notebook_session(sandbox, name=name or None)
         return self._add(_Entry(session, "created"))
 
@@ -637,6 +790,7 @@ class SessionRegistry:
 
         path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("agent-%Y%m%d-%H%M%S"))
         session = open_notebook_session(client, client.start_kernel(), path, name)
+        session.sync()  # learns the sandbox it runs in (for the client-side copy)
         return _Entry(session, "created")
 
     def start_local(self, name: str = "") -> _Entry:
@@ -703,7 +857,45 @@ class SessionRegistry:
     def shutdown(self, entry: _Entry) -> None:
         with self._lock:
             self._entries.pop(entry.session.session_id, None)
+            for old in [k for k, v in self._aliases.items() if v == entry.session.session_id]:
+                del self._aliases[old]
         _close_entry(entry, shutdown=True)
+
+    def restart(self, entry: _Entry) -> str:
+        """Restart the session's kernel with the models; if its Jupyter server died, start the
+        server again first (the session gets a new id; the old one still names it here). Returns
+        what happened, for the agent."""
+        session = entry.session
+        try:
+            session.restart()
+            return f"Restarted the kernel of session {session.session_id}."
+        except JupyterServerDiedError as exc:
+            sandbox = self.sandbox_of(session)
+            if sandbox is None:
+                raise ToolFailure(
+                    f"{exc}. This server cannot tell which sandbox the session ran in, so it cannot start "
+                    "the server again: run `seer ls` to find the sandbox, then start a new session with "
+                    "attach_to_session(sandbox_id=...) (it starts the Jupyter server again if need be)."
+                ) from exc
+        from seer.execution import restart_jupyter
+
+        old = session.session_id
+        restart_jupyter(sandbox)
+        session.reopen(sandbox)
+        with self._lock:
+            self._entries.pop(old, None)
+            self._entries[session.session_id] = entry
+            for key, value in list(self._aliases.items()):
+                if value == old:
+                    self._aliases[key] = session.session_id
+            self._aliases[old] = session.session_id
+            if self.default_session_id == old:
+                self.default_session_id = session.session_id
+        return (
+            f"The Jupyter server had died; started it again in sandbox {sandbox.sandbox_id} "
+            f"({_redact(sandbox.jupyter_url or '')}) and a new session {session.session_id} for the same "
+            f"notebook (session_id {old!r} still works with this server)."
+        )
 
     def close(self) -> None:
         """(Server exit.) Shut down what this server started; leave attached sessions running."""
@@ -731,15 +923,16 @@ def _close_entry(entry: _Entry, *, shutdown: bool) -> None:
     if entry.runner is not None:
         entry.runner.stop()
     if entry.writer is not None:
+        if entry.busy:  # a cell still runs: its outputs so far go in the notebook now
+            session._nb.invalidate()
+            entry.writer.save()
         entry.writer.close()
     if shutdown:
         with contextlib.suppress(Exception):
             session.shutdown()
     elif entry.sandbox is None:  # let go of the kernel, leaving it and its session running
-        channels = session._channels
-        if channels is not None:
-            with contextlib.suppress(Exception):
-                channels.close()
+        with contextlib.suppress(Exception):
+            session.detach()
     if entry.sandbox is not None:
         with contextlib.suppress(Exception):
             entry.sandbox.terminate()
@@ -754,7 +947,19 @@ def _busy(session_id: str, cell: _Cell) -> str:
     )
 
 
+def _server_died(session: NotebookSession) -> str:
+    sid = session.session_id
+    return (
+        f"The Jupyter server of session {sid!r} died (nothing answers at {session.client.url}) and its "
+        "kernel died with it: the kernel's variables are gone; the notebook is kept. Call "
+        f"restart_session(session_id={sid!r}): it starts the Jupyter server again, then a new kernel "
+        "with the sandbox's models loaded."
+    )
+
+
 def _dead(session: NotebookSession) -> str:
+    if session.server_died:
+        return _server_died(session)
     return (
         f"The kernel of session {session.session_id!r} is dead (or the session was shut down). Call "
         f"restart_session(session_id={session.session_id!r}) to start it again; its variables are lost."
@@ -807,7 +1012,9 @@ def _probe(url: str) -> JupyterClient:
         raise ToolFailure(
             f"Nothing answers at {client.url} ({reason}). Is the sandbox still running? `seer ls` lists "
             "running sandboxes; a sandbox lives until its timeout or `seer down`. If it ended, run the "
-            "setup script again and attach with the JSON it prints."
+            "setup script again and attach with the JSON it prints. If `seer ls` shows it running, its "
+            "Jupyter server died: attach_to_session(sandbox_id=...) starts the server again and a new "
+            "session with the models."
         ) from exc
     finally:
         client.timeout = 60.0
@@ -864,7 +1071,9 @@ async def _in_thread(fn: Callable[[], Any], ctx: Context | None = None, what: st
     return await _with_progress(fn, ctx, lambda elapsed: f"{what} ({elapsed:.0f}s)")
 
 
-async def _follow(cell: _Cell, ctx: Context, limit: float | None) -> bool:
+async def _follow(
+    cell: _Cell, ctx: Context, limit: float | None, session: NotebookSession | None = None
+) -> bool:
     """Wait (up to ``limit`` seconds) for ``cell``, sending a progress notification every
     :data:`PROGRESS_INTERVAL` seconds; True once it finished. A call cancelled meanwhile (the client
     gave up) leaves the cell running, marked detached."""
@@ -890,7 +1099,7 @@ async def _follow(cell: _Cell, ctx: Context, limit: float | None) -> bool:
             if cell.done.is_set():
                 return True
             with contextlib.suppress(Exception):
-                await ctx.report_progress(cell.elapsed, None, f"cell running for {cell.elapsed:.0f}s")
+                await ctx.report_progress(cell.elapsed, None, _progress_message(cell, session))
     except BaseException:
         if not cell.done.is_set():
             cell.detached = True
@@ -899,19 +1108,47 @@ async def _follow(cell: _Cell, ctx: Context, limit: float | None) -> bool:
         cell.unwatch(wake)
 
 
-def _still_running(session_id: str, cell: _Cell) -> types.CallToolResult:
-    return _text(
-        f"The cell is still running ({cell.elapsed:.0f}s so far). Call get_cell_result(session_id="
-        f"{session_id!r}) to keep waiting for its output, or interrupt_session(session_id={session_id!r}) "
-        "to stop it."
-    )
+def _still_running(session: NotebookSession, cell: _Cell) -> types.CallToolResult:
+    """A running cell's state, and its output so far."""
+    sid = session.session_id
+    so_far = _output_content(session.partial_outputs())
+    blocks: list[types.ContentBlock] = [
+        types.TextContent(
+            type="text",
+            text=f"The cell is still running ({cell.elapsed:.0f}s so far)"
+            + ("; its output so far:" if so_far else "; no output yet."),
+        ),
+        *so_far,
+        types.TextContent(
+            type="text",
+            text=f"Call get_cell_result(session_id={sid!r}) to keep waiting for its output, or "
+            f"interrupt_session(session_id={sid!r}) to stop it.",
+        ),
+    ]
+    return types.CallToolResult(content=blocks, is_error=False)
+
+
+def _check_timeout(value: float | None) -> float | None:
+    """A cell timeout from a tool call: None (no limit) or a positive, finite number of seconds."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+        raise ToolFailure(
+            f"timeout_seconds must be a positive number of seconds (got {value!r}); leave it out for "
+            "no limit."
+        )
+    return float(value)
 
 
 SessionId = Annotated[
+    str, Field(description="The session's id (from attach_to_session or start_new_session).")
+]
+#: A session id a tool lets the agent leave out.
+OptionalSessionId = Annotated[
     str,
     Field(
-        description="The session's id (from attach_to_session or start_new_session). May be left empty "
-        "when only one session is attached."
+        description="The session's id (from attach_to_session or start_new_session). Leave it out when "
+        "this server has exactly one session (or a default one, from its configuration)."
     ),
 ]
 
@@ -976,21 +1213,41 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
             lambda: reg.attach(session_id, jupyter_url, sandbox_id, name), ctx, "connecting to the kernel"
         )
         session = entry.session
-        verb = {"already attached": "Already attached to", "attached": "Attached to"}.get(how, "Started")
-        return _text(
+        verb = {
+            "already attached": "Already attached to",
+            "attached": "Attached to",
+            "attached while a cell runs": "Attached to",
+        }.get(how, "Started")
+        text = (
             f"{verb} session {session.session_id}: notebook {session.notebook_path} on "
-            f"{_server_url(session)}. Every cell you run is recorded there.\n\n{session.model_info_text}"
+            f"{_server_url(session)}. Every cell you run is recorded there"
+            + (f" and copied to {session.local_path}" if session.local_path is not None else "")
+            + f".\n\n{session.model_info_text}"
         )
+        recovered = session.recovered
+        if recovered and how == "attached":
+            text += (
+                f"\n\nRecorded {len(recovered)} cell(s) the kernel ran that the notebook was missing (a "
+                "server before this one stopped before recording them)."
+            )
+        if how == "attached while a cell runs":
+            sid = session.session_id
+            text += (
+                "\n\nThe kernel is still running a cell started before this server attached; its output is "
+                f"recorded when it finishes. get_cell_result(session_id={sid!r}) waits for it; "
+                f"interrupt_session(session_id={sid!r}) stops it."
+            )
+        return _text(text)
 
     @server.tool(structured_output=False)
     @_tool
     async def execute_code(
         ctx: Context,
-        session_id: SessionId,
         code: Annotated[str, Field(description="Python code to run as one notebook cell.")],
+        session_id: OptionalSessionId = "",
         timeout_seconds: Annotated[
             float | None,
-            Field(description="Interrupt the cell after this many seconds (default: no limit)."),
+            Field(description="Interrupt the cell after this many seconds (> 0; default: no limit)."),
         ] = None,
     ) -> types.CallToolResult:
         """Run Python code as a new cell in the session's kernel and return what it printed, its value,
@@ -998,17 +1255,18 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
         last line of the result names its index ('[cell N, In [k], 1.23s]') for edit_cell. Variables
         persist between cells; pre-loaded models are already in the namespace. A long cell sends
         progress notifications; if this call is abandoned, the cell keeps running and
-        get_cell_result collects its output."""
+        get_cell_result collects its output. Progress notifications carry its latest output lines."""
+        timeout = _check_timeout(timeout_seconds)
         entry = await entry_for(session_id)
-        cell = reg.begin(entry, code, timeout=timeout_seconds)
-        await _follow(cell, ctx, None)
+        cell = reg.begin(entry, code, timeout=timeout)
+        await _follow(cell, ctx, None, entry.session)
         return _cell_result(cell, entry)
 
     @server.tool(structured_output=False)
     @_tool
     async def add_markdown(
-        session_id: SessionId,
         markdown: Annotated[str, Field(description="Markdown text for a new notebook cell.")],
+        session_id: OptionalSessionId = "",
     ) -> types.CallToolResult:
         """Append a markdown cell to the session's notebook: document hypotheses, methods and findings
         as you go."""
@@ -1020,31 +1278,33 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
     @_tool
     async def edit_cell(
         ctx: Context,
-        session_id: SessionId,
         cell_index: Annotated[int, Field(description="Index of the notebook cell to replace (0-based).")],
         code: Annotated[str, Field(description="The cell's new code (or text, for a markdown cell).")],
+        session_id: OptionalSessionId = "",
         timeout_seconds: Annotated[
-            float | None, Field(description="Interrupt the cell after this many seconds (default: no limit).")
+            float | None,
+            Field(description="Interrupt the cell after this many seconds (> 0; default: no limit)."),
         ] = None,
     ) -> types.CallToolResult:
         """Replace a notebook cell's code and run it again; its outputs in the notebook are replaced by
         the new ones. A markdown cell gets the new text (nothing runs). Returns what execute_code
         returns."""
+        timeout = _check_timeout(timeout_seconds)
         entry = await entry_for(session_id)
         session = entry.session
         _check_index(session, cell_index)
         if session.cells[cell_index].get("cell_type") == "markdown":
             await _in_thread(lambda: reg.edit_markdown(entry, cell_index, code))
             return _text(f"Replaced the text of markdown cell {cell_index}.")
-        cell = reg.begin(entry, code, replace=cell_index, timeout=timeout_seconds)
-        await _follow(cell, ctx, None)
+        cell = reg.begin(entry, code, replace=cell_index, timeout=timeout)
+        await _follow(cell, ctx, None, session)
         return _cell_result(cell, entry)
 
     @server.tool(structured_output=False)
     @_tool
     async def get_cell_result(
         ctx: Context,
-        session_id: SessionId,
+        session_id: OptionalSessionId = "",
         cell_index: Annotated[
             int | None,
             Field(
@@ -1057,8 +1317,10 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
         ] = DEFAULT_WAIT,
     ) -> types.CallToolResult:
         """Get the output of a cell that outlived its execute_code call (the call timed out or was
-        cancelled while the cell kept running): waits up to wait_seconds for it, with progress
-        notifications. With cell_index, returns that notebook cell's recorded outputs instead."""
+        cancelled while the cell kept running, or a server before this one started it): waits up to
+        wait_seconds for it, with progress notifications; a cell still running after that comes back
+        with its output so far. With cell_index, returns that notebook cell's recorded outputs
+        instead."""
         entry = await entry_for(session_id)
         session = entry.session
         sid = session.session_id
@@ -1089,8 +1351,8 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
                 "cell's recorded outputs.",
                 error=True,
             )
-        if not await _follow(cell, ctx, wait_seconds):
-            return _still_running(sid, cell)
+        if not await _follow(cell, ctx, wait_seconds, session):
+            return _still_running(session, cell)
         return _cell_result(cell, entry)
 
     @server.tool(structured_output=False)
@@ -1108,7 +1370,7 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
 
     @server.tool(structured_output=False)
     @_tool
-    async def interrupt_session(session_id: SessionId) -> types.CallToolResult:
+    async def interrupt_session(session_id: OptionalSessionId = "") -> types.CallToolResult:
         """Interrupt the cell running in the session (it ends with KeyboardInterrupt); the kernel and
         its variables stay. Use it on a cell that runs too long."""
         entry = await entry_for(session_id)
@@ -1132,17 +1394,26 @@ def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, Se
 
     @server.tool(structured_output=False)
     @_tool
-    async def restart_session(ctx: Context, session_id: SessionId) -> types.CallToolResult:
+    async def restart_session(ctx: Context, session_id: OptionalSessionId = "") -> types.CallToolResult:
         """Restart the session's kernel: after it died, or to start afresh. Its variables are lost; the
-        sandbox's models are loaded again and the notebook so far is kept."""
+        sandbox's models are loaded again and the notebook so far is kept. If the sandbox's Jupyter
+        server died, it is started again first."""
         entry = await entry_for(session_id)
         session = entry.session
-        await _in_thread(session.restart, ctx, "restarting the kernel")
-        return _text(f"Restarted the kernel of session {session.session_id}.\n\n{session.model_info_text}")
+        had_models = session.model_info_text != NO_MODELS_TEXT
+        what = await _in_thread(lambda: reg.restart(entry), ctx, "restarting the kernel")
+        if had_models and session.model_info_text == NO_MODELS_TEXT:
+            return _text(
+                f"{what} The models did not come back (the kernel found no model manifest). Start a "
+                "session that loads them: attach_to_session(jupyter_url=<the same jupyter_url>) with no "
+                "session_id.",
+                error=True,
+            )
+        return _text(f"{what}\n\n{session.model_info_text}")
 
     @server.tool(structured_output=False)
     @_tool
-    async def shutdown_session(session_id: SessionId) -> types.CallToolResult:
+    async def shutdown_session(session_id: OptionalSessionId = "") -> types.CallToolResult:
         """End the session: its kernel is shut down (a local session's sandbox too). The notebook
         stays. Other sessions on the same sandbox are not affected."""
         entry = await entry_for(session_id)

@@ -153,7 +153,7 @@ async def _run(
 ) -> types.CallToolResult:
     """Run code cell ``index`` (with ``source``) as execute_code runs a cell; answer its result."""
     cell = reg.begin(entry, source, replace=index, timeout=timeout)
-    await _follow(cell, ctx, None)
+    await _follow(cell, ctx, None, entry.session)
     return _cell_result(cell, entry)
 
 

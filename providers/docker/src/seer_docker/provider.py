@@ -286,6 +286,7 @@ class DockerProvider(Provider):
         max_lifetime=None,
         installs_system_packages=True,
         hides_models=True,
+        dockerfile_repos=True,
     )
     options_model = DockerOptions
 

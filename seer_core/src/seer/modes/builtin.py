@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import tempfile
 import threading
 import time
 import weakref
@@ -73,6 +74,18 @@ del __seer_warm_up
 """
 
 
+#: Where notebook sandboxes keep seer-toolkit's modules, relative to the working directory.
+TOOLKIT_DIR = ".seer/toolkit"
+#: Run (hidden, at start-up) by every kernel when the toolkit is on: its modules become importable
+#: (``from steering_hook import create_steering_hook``), behind anything installed of that name.
+_TOOLKIT_PATH = """\
+import sys as __seer_sys
+if {path!r} not in __seer_sys.path:
+    __seer_sys.path.append({path!r})
+del __seer_sys
+"""
+
+
 class NotebookMode(ExecutionModePlugin):
     """A Jupyter server in the sandbox; sessions get kernels with the configured models loaded.
 
@@ -81,6 +94,8 @@ class NotebookMode(ExecutionModePlugin):
     ``.seer/jupyter`` (nothing from the user's ``~/.jupyter`` or ``~/.ipython`` leaks in) and the
     working directory as its root. When the sandbox has models, every kernel imports what loading
     them needs as it starts, and one kernel is started ahead of time for the first session.
+    With seer-toolkit installed here and the config's ``toolkit`` on, its modules are uploaded to
+    ``.seer/toolkit`` and every kernel finds them on ``sys.path``.
 
     Where the machine comes with its packages installed, the server is started as soon as the
     machine is provisioned (the ``seer_sandbox_provisioned`` hook), so it and that first kernel's
@@ -106,6 +121,30 @@ class NotebookMode(ExecutionModePlugin):
         launch.complete()
         launch.finalize()
 
+    def restart_server(self, sandbox: Sandbox) -> str:
+        """Start the sandbox's Jupyter server again (after it died, or to reset it); return its
+        new ``jupyter_url``.
+
+        What is left of the old server is stopped first, its kernels included (a kernel orphaned
+        by a crashed server would keep its models in GPU memory). The new server keeps the old
+        token and, when it is free, the old port, so a ``jupyter_url`` printed earlier still
+        reaches it; its kernels get the sandbox's variables (model paths, the manifest) as at
+        start-up, so a new session loads the models again. Jupyter sessions and kernels do not
+        survive: open a new session (:meth:`seer.notebook.NotebookSession.reopen` keeps a
+        session's notebook going on the new server).
+        """
+        old = sandbox.services.get("jupyter") or {}
+        sandbox.machine.stop_process("jupyter")
+        if old.get("runtime_dir"):
+            _stop_kernels(sandbox, str(old["runtime_dir"]))
+        launch = _ServerLaunch(
+            sandbox, self.kernel_name, self.start_timeout, token=old.get("token"), port=old.get("port")
+        )
+        launch.write_files()
+        launch.complete()
+        launch.finalize()
+        return str(sandbox.jupyter_url)
+
 
 #: Servers started when their sandbox was provisioned, waiting for ``prepare``.
 _EARLY: weakref.WeakKeyDictionary[Sandbox, _ServerLaunch] = weakref.WeakKeyDictionary()
@@ -117,7 +156,7 @@ def seer_sandbox_provisioned(sandbox: Sandbox) -> None:
     from seer import plugins
 
     try:
-        if sandbox.config.execution_mode.value != "notebook" or not sandbox.machine.packages_installed:
+        if sandbox.config.execution_mode != "notebook" or not sandbox.machine.packages_installed:
             return
         mode = plugins.get_execution_mode("notebook")
         if not (isinstance(mode, type) and issubclass(mode, NotebookMode)):
@@ -139,7 +178,15 @@ class _ServerLaunch:
     then, for a sandbox with models, starts the first kernel.
     """
 
-    def __init__(self, sandbox: Sandbox, kernel_name: str, timeout: float):
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        kernel_name: str,
+        timeout: float,
+        *,
+        token: str | None = None,
+        port: int | None = None,
+    ):
         machine = sandbox.machine
         # A weak reference: this object is the value of a WeakKeyDictionary keyed by the sandbox.
         self._sandbox = weakref.ref(sandbox)
@@ -154,9 +201,11 @@ class _ServerLaunch:
             "IPYTHONDIR": f"{jdir}/ipython",
         }
         self.kernel_env_file = f"{jdir}/kernel-env.json"
-        self.token = secrets.token_urlsafe(32)
+        self.token = token or secrets.token_urlsafe(32)
         self.warm = _warm_modules(sandbox)
         self.port = 0
+        #: a port to try first (a restarted server keeps its URL when it can)
+        self._preferred_port = port
         self.client: JupyterClient | None = None
         self.warm_kernel: str | None = None
         self._thread: threading.Thread | None = None
@@ -171,9 +220,14 @@ class _ServerLaunch:
         return sandbox
 
     def write_files(self) -> None:
-        self._write_kernelspec({})
+        # The variables core has set so far (all of them, for a server started again later).
+        self._write_kernelspec(dict(self.sandbox.env))
+        toolkit_dir = _install_toolkit(self.sandbox)
+        exec_lines = [_TOOLKIT_PATH.format(path=toolkit_dir)] if toolkit_dir else []
         if self.warm:
-            kernel_config = {"IPKernelApp": {"exec_lines": [_WARM_UP.format(names=self.warm)]}}
+            exec_lines.append(_WARM_UP.format(names=self.warm))
+        if exec_lines:
+            kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
             self.sandbox.write_file(
                 f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
                 json.dumps(kernel_config),
@@ -201,13 +255,22 @@ class _ServerLaunch:
             self._stop.set()
             self._thread.join(timeout=10)
             machine.stop_process("jupyter")
-        self.port = _free_port(self.sandbox)
+        self.port = self._preferred_port or _free_port(self.sandbox)
+        self._preferred_port = None  # a retry (the port was taken) takes a free one
         machine.write_bytes(
             f"{self.dirs['JUPYTER_CONFIG_DIR']}/jupyter_server_config.json",
             json.dumps(_server_config(root=self.root, port=self.port, token=self.token), indent=1).encode(),
             mode=0o600,
         )
-        env = {**self.dirs, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        # Every kernel inherits these: a kernel restarted by the server (which reuses the
+        # environment it first started with) finds the sandbox's variables in SEER_KERNEL_ENV, and
+        # a client that knows only the server's URL learns whose sandbox it is.
+        env = {
+            **self.dirs,
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+            "SEER_KERNEL_ENV": self.kernel_env_file,
+            "SEER_SANDBOX_ID": self.sandbox.sandbox_id,
+        }
         self.sandbox.start_process(
             [machine.python, "-c", _SERVER_LAUNCHER], name="jupyter", env=env, cwd=self.root
         )
@@ -226,7 +289,7 @@ class _ServerLaunch:
         last = "no answer"
         while True:
             sandbox = self._sandbox()
-            if self._stop.is_set() or sandbox is None or sandbox._machine is None:
+            if self._stop.is_set() or sandbox is None or not sandbox.started:
                 self._failure = "stopped"
                 return
             try:
@@ -281,11 +344,11 @@ class _ServerLaunch:
         # The server may have started before core set these (the models step runs after it):
         # kernels started from now on get them through the kernelspec, kernels already running
         # (the one started ahead of time) from this file, read by the session's first cell.
-        overlay = dict(sandbox._env)
+        overlay = dict(sandbox.env)
         sandbox.machine.write_bytes(self.kernel_env_file, json.dumps(overlay).encode(), mode=0o600)
         if overlay:
             self._write_kernelspec(overlay)
-        sandbox._set_service(
+        sandbox.set_service(
             "jupyter",
             {
                 "url": client.url,
@@ -298,13 +361,71 @@ class _ServerLaunch:
                 "warm_kernel": self.warm_kernel,
             },
         )
-        sandbox._set_service("jupyter_url", client.jupyter_url)
+        sandbox.set_service("jupyter_url", client.jupyter_url)
+
+
+#: Stops the kernels a dead Jupyter server left behind: processes whose command line names a
+#: connection file in its runtime directory.
+_STOP_KERNELS = """\
+import os, signal, sys, time
+runtime = sys.argv[1].rstrip("/") + "/"
+def kernels():
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\\0")
+        except OSError:
+            continue
+        if any(a.startswith(runtime.encode()) and b"kernel-" in a for a in argv):
+            found.append(int(pid))
+    return found
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    pids = kernels()
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 5
+    while pids and kernels() and time.monotonic() < deadline:
+        time.sleep(0.1)
+"""
+
+
+def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
+    """Stop kernels of a Jupyter server that is gone (best effort: a machine without ``/proc``
+    keeps them)."""
+    try:
+        sandbox.exec([sandbox.machine.python, "-c", _STOP_KERNELS, runtime_dir], timeout=60)
+    except (OSError, SandboxError) as exc:
+        log.debug("could not stop the old server's kernels: %s", exc)
+
+
+def _install_toolkit(sandbox: Sandbox) -> str | None:
+    """Upload seer-toolkit's modules into the sandbox for its kernels; the folder they are in, or
+    None when the config turns the toolkit off or seer-toolkit is not installed on this machine."""
+    if not sandbox.config.toolkit:
+        return None
+    try:
+        import seer_toolkit
+    except ImportError:
+        log.info("seer-toolkit is not installed: kernels get no toolkit (pip install 'seer[toolkit]')")
+        return None
+    target = sandbox.machine.resolve(TOOLKIT_DIR)
+    with tempfile.TemporaryDirectory(prefix="seer-toolkit-") as tmp:
+        for library in seer_toolkit.libraries():
+            library.install_into(tmp)
+        sandbox.upload_dir(tmp, target)
+    return target
 
 
 def _warm_modules(sandbox: Sandbox) -> list[str]:
     """What a kernel should import at start-up: what loading the sandbox's models needs."""
     config = sandbox.config
-    env = {**config.env, **sandbox._env}
+    env = {**config.env, **sandbox.env}
     if not config.models and "SEER_MODELS_MANIFEST" not in env:
         return []
     names = ["torch", "transformers", "transformers.modeling_utils", "seer.runtime.loading"]

@@ -32,6 +32,7 @@ from filelock import FileLock
 from packaging.markers import default_environment
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+
 from seer.errors import SandboxError
 
 _COMPLETE = ".seer-env-complete"

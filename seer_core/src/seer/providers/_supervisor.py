@@ -19,11 +19,11 @@ from pathlib import Path
 
 from seer.errors import SandboxNotFoundError
 from seer.providers.base import MachineStatus
-from seer.providers.local import _Sandbox
+from seer.providers.local import SandboxDir
 
 
 def main(sandbox_dir: str) -> int:
-    sandbox = _Sandbox(Path(sandbox_dir).name)
+    sandbox = SandboxDir(Path(sandbox_dir).name)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:

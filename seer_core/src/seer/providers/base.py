@@ -27,6 +27,7 @@ from seer.ids import SAFE_ID
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
     from seer.config import RepoConfig, SandboxConfig
 
 __all__ = [
@@ -82,6 +83,12 @@ class Capabilities:
     #: and a machine made with ``MachineSpec.private_model_cache`` sees no model cache shared with
     #: other sandboxes (where models sit under their real names); without it, core warns at start
     hides_models: bool = False
+    #: builds the machine's image from a repository's ``RepoConfig.dockerfile`` (otherwise a config
+    #: naming one is refused before anything is made, rather than the file silently ignored)
+    dockerfile_repos: bool = False
+    #: starts a VS Code server for ``SandboxConfig.debug`` and records its URL as the sandbox's
+    #: ``code_server_url`` service (otherwise ``debug=True`` is refused before anything is made)
+    code_server: bool = False
 
 
 @dataclass(frozen=True)
@@ -386,8 +393,10 @@ class Provider(ABC):
     def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
         """What in ``config`` this provider cannot honour, before anything is made.
 
-        The default checks the GPU catalogue and count, the lifetime limit and the provider
-        options; subclasses extend it (calling super) with what only they know.
+        The default checks the GPU catalogue and count, the lifetime limit, what needs a
+        capability (a repository's ``dockerfile``: ``dockerfile_repos``; ``debug``:
+        ``code_server``) and the provider options; subclasses extend it (calling super) with what
+        only they know.
         """
         caps = cls.capabilities
         problems: list[ConfigProblem] = []
@@ -411,16 +420,45 @@ class Provider(ABC):
             problems.append(
                 ConfigProblem("timeout", f"provider {cls.name!r} allows at most {caps.max_lifetime} s")
             )
+        problems += cls._capability_problems(config)
         if cls.options_model is not None:
             from pydantic import ValidationError
-            from seer.config import _problems_from
+
+            from seer.config import problems_from
 
             try:
                 cls.options_model.model_validate(config.provider_options)
             except ValidationError as exc:
-                problems += _problems_from(exc, ("provider_options",))
+                problems += problems_from(exc, ("provider_options",))
         elif config.provider_options:
             problems.append(ConfigProblem("provider_options", f"provider {cls.name!r} takes no options"))
+        return problems
+
+    @classmethod
+    def _capability_problems(cls, config: SandboxConfig) -> list[ConfigProblem]:
+        """What ``config`` asks for that needs a capability this provider does not declare."""
+        caps = cls.capabilities
+        problems = []
+        if not caps.dockerfile_repos:
+            for i, repo in enumerate(config.repos):
+                if repo.dockerfile:
+                    problems.append(
+                        ConfigProblem(
+                            f"repos[{i}].dockerfile",
+                            f"provider {cls.name!r} cannot build a machine image from a repository's "
+                            "Dockerfile (capability: dockerfile_repos); remove dockerfile, or use a "
+                            "provider that builds images (docker)",
+                        )
+                    )
+        if config.debug and not caps.code_server:
+            problems.append(
+                ConfigProblem(
+                    "debug",
+                    f"provider {cls.name!r} cannot start a VS Code server (capability: code_server); "
+                    "set debug to false (seer's own providers offer none yet) and work through the "
+                    "sandbox's Jupyter server or shell",
+                )
+            )
         return problems
 
     def parse_options(self, config: SandboxConfig) -> Any:

@@ -13,7 +13,7 @@ A detached *supervisor* process (:mod:`seer.providers._supervisor`) owns the san
 it outlives the client, and when the ``timeout`` passes or ``terminate()`` signals it, it kills
 every process the sandbox started (each carries ``SEER_SANDBOX_ID`` in its environment, so even
 processes that left their session are found), keeps its ``notebooks/`` and ``outputs/`` on this
-disk (:meth:`_Sandbox.keep_outputs`) and removes the working directory. If the supervisor
+disk (:meth:`SandboxDir.keep_outputs`) and removes the working directory. If the supervisor
 itself is gone, the next ``list()`` or ``attach()`` finds the sandbox ``lost`` and cleans it up, so
 a dead sandbox is never reported as running.
 """
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from filelock import FileLock
+
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
     ConfigProblem,
@@ -161,7 +162,7 @@ def _pid(record: Mapping[str, Any]) -> int | None:
     return pid if pid > 1 else None
 
 
-class _Sandbox:
+class SandboxDir:
     """Paths and metadata of one local sandbox on disk. The id is checked first: it becomes a path."""
 
     def __init__(self, sandbox_id: str):
@@ -279,7 +280,7 @@ class _Sandbox:
 class LocalMachine(Machine):
     """A handle on one local sandbox."""
 
-    def __init__(self, sandbox: _Sandbox, meta: dict[str, Any], env: dict[str, str]):
+    def __init__(self, sandbox: SandboxDir, meta: dict[str, Any], env: dict[str, str]):
         self._sb = sandbox
         self.id = sandbox.id
         self.workdir = str(sandbox.root)
@@ -519,7 +520,7 @@ class LocalProvider(Provider):
 
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
-        sandbox = _Sandbox(f"local-{secrets.token_hex(5)}")
+        sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
         private_dir(_root())
         private_dir(sandbox.dir, exist_ok=False)
         try:
@@ -534,7 +535,7 @@ class LocalProvider(Provider):
         machine._children["__supervisor__"] = supervisor  # keep the handle so it is reaped, not leaked
         return machine
 
-    def _supervise(self, sandbox: _Sandbox, spec: MachineSpec) -> subprocess.Popen[bytes]:
+    def _supervise(self, sandbox: SandboxDir, spec: MachineSpec) -> subprocess.Popen[bytes]:
         """Write the sandbox's ``meta.json`` (naming this process as its starter) and secrets,
         and start its supervisor."""
         now = time.time()
@@ -571,7 +572,7 @@ class LocalProvider(Provider):
         sandbox.update(supervisor={"pid": proc.pid, "started": _procs.start_time(proc.pid)})
         return proc
 
-    def _create(self, sandbox: _Sandbox, spec: MachineSpec) -> LocalMachine:
+    def _create(self, sandbox: SandboxDir, spec: MachineSpec) -> LocalMachine:
         def log(line: str) -> None:
             with open_private(sandbox.logs / "setup.log") as fh:
                 fh.write(line.encode() + b"\n")
@@ -590,7 +591,7 @@ class LocalProvider(Provider):
         return self._machine(sandbox)
 
     @staticmethod
-    def _base_env(sandbox: _Sandbox, spec: MachineSpec, python: str) -> dict[str, str]:
+    def _base_env(sandbox: SandboxDir, spec: MachineSpec, python: str) -> dict[str, str]:
         env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
         bindir = str(Path(python).parent)
         env["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "/usr/bin:/bin")])
@@ -602,7 +603,7 @@ class LocalProvider(Provider):
         env[_procs.MARKER] = sandbox.id
         return env
 
-    def _machine(self, sandbox: _Sandbox) -> LocalMachine:
+    def _machine(self, sandbox: SandboxDir) -> LocalMachine:
         meta = sandbox.meta()
         secrets_values: dict[str, str] = {}
         with contextlib.suppress(OSError, ValueError):
@@ -610,7 +611,7 @@ class LocalProvider(Provider):
         return LocalMachine(sandbox, meta, {**meta["env"], **secrets_values})
 
     def attach(self, machine_id: str) -> Machine:
-        sandbox = _Sandbox(machine_id)
+        sandbox = SandboxDir(machine_id)
         if not sandbox.exists():
             raise SandboxNotFoundError(f"no local sandbox {machine_id!r}")
         sandbox.status()  # reap it if it died unseen
@@ -623,7 +624,7 @@ class LocalProvider(Provider):
             return out
         for entry in sorted(root.iterdir()):
             try:
-                sandbox = _Sandbox(entry.name)
+                sandbox = SandboxDir(entry.name)
             except InvalidSandboxIdError:
                 continue  # not a sandbox of ours: never touched
             if not sandbox.exists():
@@ -653,7 +654,7 @@ class LocalProvider(Provider):
         return out
 
     def terminate(self, machine_id: str) -> None:
-        sandbox = _Sandbox(machine_id)
+        sandbox = SandboxDir(machine_id)
         if not sandbox.exists():
             return
         meta = sandbox.meta()
@@ -674,7 +675,7 @@ class LocalProvider(Provider):
         shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
 
 
-def _drop_remains(sandbox: _Sandbox) -> None:
+def _drop_remains(sandbox: SandboxDir) -> None:
     """Remove a sandbox folder with no ``meta.json`` once it is older than a minute: a start
     killed between making the folder and recording it, with nothing started in it yet."""
     with contextlib.suppress(OSError):
@@ -689,7 +690,7 @@ def seer_register_providers(register: Any) -> None:
 
 def sandbox_dir(sandbox_id: str) -> Path:
     """Where a local sandbox keeps its state (for ``seer logs`` and tests)."""
-    return _Sandbox(sandbox_id).dir
+    return SandboxDir(sandbox_id).dir
 
 
 __all__ = ["LocalMachine", "LocalProvider", "detect_gpus", "sandbox_dir"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seer.state import seer_home
 
-__all__ = ["RuntimeWheel", "runtime_requirements", "runtime_wheel"]
+__all__ = ["RUNTIME_DEPENDENCIES", "RuntimeWheel", "runtime_requirements", "runtime_wheel"]
 
 DIST = "seer-core"
 #: Every entry gets this timestamp, so the bytes depend on the contents only.
@@ -104,17 +104,27 @@ def runtime_wheel(cache_dir: Path | None = None) -> RuntimeWheel:
     return RuntimeWheel(path, sha)
 
 
+#: The distributions :mod:`seer.runtime` imports (the RPC server's wire format). Everything else
+#: core depends on (pydantic, pluggy, typer, rich, pyyaml, filelock, packaging) is client side:
+#: ``seer/__init__`` is lazy, so the runtime never loads it. What a sandbox needs beyond this comes
+#: with its execution mode (``required_packages``) or its models (huggingface_hub).
+RUNTIME_DEPENDENCIES = frozenset({"msgpack"})
+
+
 @lru_cache(maxsize=1)
 def runtime_requirements() -> tuple[str, ...]:
-    """seer-core's own dependencies (no extras), as requirement strings: what the runtime needs
-    installed next to the wheel. A provider installs these in a layer of their own, so a change
-    to seer's source reinstalls only the wheel."""
+    """The requirements of seer-core that :mod:`seer.runtime` needs, as seer-core declares them
+    (no extras): what the runtime needs installed next to the wheel. A provider installs these in
+    a layer of their own, so a change to seer's source reinstalls only the wheel.
+    tests/test_lazy_import.py checks that the RPC server process loads nothing else."""
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     out = []
     for raw in metadata.requires(DIST) or []:
         req = Requirement(raw)
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
-        out.append(str(req))
+        if canonicalize_name(req.name) in RUNTIME_DEPENDENCIES:
+            out.append(str(req))
     return tuple(out)

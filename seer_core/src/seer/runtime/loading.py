@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "load_model",
     "scrub_identity",
     "tokenizer_var_name",
+    "warn_on_reload",
 ]
 
 #: What a hidden model's name and paths are replaced with in loaded objects.
@@ -233,6 +234,74 @@ def kernel_namespace(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -
         ns[var_name] = model
         ns[tokenizer_var_name(var_name)] = tokenizer
     return ns
+
+
+def _loaded_as(target: Any, entries: Sequence[Mapping[str, Any]]) -> str | None:
+    """The var_name of the loaded model ``target`` (a repo id or a directory) names, if any."""
+    from seer.runtime.models import manifest_entry
+
+    if not isinstance(target, str | os.PathLike):
+        return None
+    text = os.fspath(target)
+    if not isinstance(text, str) or not text:
+        return None
+    real = os.path.realpath(text) if os.path.isdir(text) else None
+    for entry in entries:
+        paths = [p for p in (entry.get("path"), entry.get("base_path")) if p]
+        if real is not None and any(os.path.realpath(str(p)) == real for p in paths):
+            return str(entry["var_name"])
+        if not entry.get("hidden") and text == entry.get("base_model"):
+            return str(entry["var_name"])
+    try:
+        found = manifest_entry(text, {"models": [dict(e) for e in entries]})
+    except KeyError:
+        return None
+    # A bare var_name ("model") names a local folder, not the loaded model.
+    return None if found.get("var_name") == text else str(found["var_name"])
+
+
+def warn_on_reload(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -> None:
+    """Make ``from_pretrained`` print a warning (to stderr: the cell's output) when it is asked
+    for a model that is already loaded in this process under a variable.
+
+    A second copy is harmless on a CPU and runs a GPU out of memory; the agent should use the
+    variable. The warning names the variable only (a hidden model's name stays hidden). Applied
+    by the kernel's model-loading cell, after the models are loaded.
+    """
+    import sys
+
+    try:
+        import transformers
+    except ImportError:  # nothing can load a second copy the usual way
+        return
+    entries = [dict(entry, var_name=var_name) for var_name, (_m, _t, entry) in models.items()]
+    base = transformers.PreTrainedModel
+    current = base.__dict__.get("from_pretrained")
+    if not isinstance(current, classmethod):
+        return
+    original = getattr(current.__func__, "__seer_original__", current.__func__)
+
+    def from_pretrained(
+        cls: Any, pretrained_model_name_or_path: Any = None, *args: Any, **kwargs: Any
+    ) -> Any:
+        var_name = _loaded_as(pretrained_model_name_or_path, entries)
+        if var_name is not None:
+            print(
+                f"seer warning: this model is already loaded in the kernel as `{var_name}` "
+                f"(tokenizer: `{tokenizer_var_name(var_name)}`); from_pretrained loads a second copy, "
+                f"which can run the GPU out of memory. Use `{var_name}` instead.",
+                file=sys.stderr,
+                flush=True,
+            )
+        return original(cls, pretrained_model_name_or_path, *args, **kwargs)
+
+    from_pretrained.__doc__ = original.__doc__
+    from_pretrained.__wrapped__ = original  # type: ignore[attr-defined]
+    from_pretrained.__seer_original__ = original  # type: ignore[attr-defined]
+    if entries:
+        base.from_pretrained = classmethod(from_pretrained)  # type: ignore[method-assign, assignment]
+    else:
+        base.from_pretrained = classmethod(original)  # type: ignore[method-assign, assignment]
 
 
 def format_parameters(n: int) -> str:

@@ -358,6 +358,33 @@ class ProviderConformance:
         assert "timeout" in info.value.fields
         assert _alive_ids(provider) == before
 
+    def test_dockerfile_repo_without_capability_fails_before_provisioning(
+        self, provider: Provider, capabilities: Capabilities, start_sandbox: Callable[..., Sandbox]
+    ) -> None:
+        """A provider that cannot build an image from a repository's Dockerfile refuses a config
+        naming one, rather than ignoring the file."""
+        if capabilities.dockerfile_repos:
+            pytest.skip("provider has capability: dockerfile_repos")
+        before = _alive_ids(provider)
+        with pytest.raises(ConfigError) as info:
+            start_sandbox(repos=[{"url": "example-org/example-repo", "dockerfile": "Dockerfile"}])
+        assert info.value.fields == ["repos[0].dockerfile"]
+        assert "dockerfile_repos" in str(info.value) and repr(self.provider_name) in str(info.value)
+        assert _alive_ids(provider) == before
+
+    def test_debug_without_capability_fails_before_provisioning(
+        self, provider: Provider, capabilities: Capabilities, start_sandbox: Callable[..., Sandbox]
+    ) -> None:
+        """``debug=True`` asks for a VS Code server: refused where the provider starts none."""
+        if capabilities.code_server:
+            pytest.skip("provider has capability: code_server")
+        before = _alive_ids(provider)
+        with pytest.raises(ConfigError) as info:
+            start_sandbox(debug=True)
+        assert info.value.fields == ["debug"]
+        assert "code_server" in str(info.value) and repr(self.provider_name) in str(info.value)
+        assert _alive_ids(provider) == before
+
     # === lifecycle ===============================================================================
     def test_start_status_terminate(self, provider: Provider, start_sandbox: Callable[..., Sandbox]) -> None:
         sb = start_sandbox(name="conformance-life")
