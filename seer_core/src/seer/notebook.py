@@ -1004,7 +1004,20 @@ class NotebookSession:
             (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
         )
         code = orphan.code if orphan.code is not None else (_source_text(cell["source"]) if cell else "")
-        count = orphan.count if orphan.count is not None else (orphan.reply or {}).get("execution_count")
+        # The count comes from the replayed execute_input, else the reply, else what the client
+        # that started the cell saved (it saw the execute_input before it went).
+        count = next(
+            (
+                n
+                for n in (
+                    orphan.count,
+                    (orphan.reply or {}).get("execution_count"),
+                    cell.get("execution_count") if cell else None,
+                )
+                if n is not None
+            ),
+            None,
+        )
         if cell is None:
             cell = {
                 "cell_type": "code",
@@ -1393,8 +1406,11 @@ class NotebookSession:
                             idle = True
                     elif msg_type == "execute_input":
                         if cell is not None:
+                            # Saved with the next partial save: a later client that takes over
+                            # this cell may never see its execute_input again.
                             cell["execution_count"] = content.get("execution_count")
                             self._nb.touch(cell)
+                            unsaved = True
                     else:
                         collector.handle(msg_type, content)
                         unsaved = cell is not None
