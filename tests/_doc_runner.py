@@ -10,13 +10,17 @@ block is one of these, and nothing else; a fence that is none of them fails the 
   ``"<jupyter_url>"`` filled in from the JSON the block before printed.
 * **file**: a fence with ``title="NAME"``, or after ``<!-- seer: file NAME -->``, is written as
   ``NAME`` into the page's folder for the blocks after it (``interface.py``, ``sandbox.yaml``).
+  A python block after ``<!-- seer: in-sandbox -->`` is code that runs inside a sandbox (seer's
+  in-sandbox runtime): it runs there, in a CLI sandbox with the tiny model the runner starts for
+  the page.
   ``<!-- invisible-code-block: python ... -->`` (sybil's own) runs hidden set-up code the same way
   a python block runs.
 * **check**: after ``<!-- seer: cloud -->``, ``<!-- seer: gpu -->``, ``<!-- seer: docker -->``
-  (needs an engine the test machine may lack) or ``<!-- seer: install -->`` (installs packages or
-  runs the whole suite), a block is compiled (``bash -n`` for shell) and the ``seer`` names it uses
-  must exist: python imports and attributes of seer modules, and every ``seer ...`` command line's
-  command and options.
+  (needs an engine the test machine may lack), ``<!-- seer: install -->`` (installs packages or
+  runs a whole test or benchmark suite) or ``<!-- seer: synopsis -->`` (a command's usage line,
+  ``seer exec ID [--timeout SECONDS]``), a block is compiled (``bash -n`` for shell) and the
+  ``seer`` names it uses must exist: python imports and attributes of seer modules, and every
+  ``seer ...`` command line's command and options.
 * **data**: ```json, ```yaml and ```toml blocks are parsed.
 * **text**: ```text (output, layouts, signatures), ```markdown, ```dockerfile and ```mermaid.
 
@@ -62,7 +66,7 @@ MODEL_SUBSTITUTIONS = {
 _GPU = re.compile(r"\bgpu=\"[^\"]*\"")
 #: ``<!-- seer: KIND [ARGUMENT] -->`` right before a fence.
 _MARK = re.compile(r"<!--\s*seer:\s*(?P<kind>[\w-]+)(?:\s+(?P<arg>\S+))?\s*-->\s*$")
-CHECK_ONLY = ("cloud", "gpu", "docker", "install")
+CHECK_ONLY = ("cloud", "gpu", "docker", "install", "synopsis")
 TEXT = {"text", "markdown", "dockerfile", "mermaid"}
 DATA = {"json", "yaml", "toml"}
 SHELL = {"bash", "sh"}
@@ -135,6 +139,8 @@ def classify(text: str, region: Region) -> Block:
         return Block("file", lang, source, 0, title.group(1))
     if mark and mark["kind"] == "file" and mark["arg"]:
         return Block("file", lang, source, 0, mark["arg"])
+    if mark and mark["kind"] == "in-sandbox" and lang == "python":
+        return Block("run", lang, source, 0, "in-sandbox")
     if mark and mark["kind"] in CHECK_ONLY and (lang == "python" or lang in SHELL):
         return Block("check", lang, source, 0, mark["kind"])
     if lang == "python" or lang in SHELL or lang == "mcp":
@@ -178,6 +184,8 @@ class Page:
     outputs: list[tuple[Block, str]] = field(default_factory=list)
     #: the answers of the MCP tool calls, per mcp block
     answers: list[tuple[Block, list[str]]] = field(default_factory=list)
+    #: the sandbox in-sandbox blocks run in (started by the first one)
+    model_sandbox: Any = None
 
     @property
     def printed(self) -> dict[str, Any]:
@@ -216,7 +224,9 @@ def evaluate(example: Example) -> str | None:
             compile(block.source, where, "exec")
         (page.workdir / str(block.arg)).write_text(substitute(block.source))
         return None
-    if block.lang == "python":
+    if block.arg == "in-sandbox":
+        _run_in_sandbox(page, block, where)
+    elif block.lang == "python":
         _run_python(example, page, block, where)
     elif block.lang in SHELL:
         _run_shell(page, block, where)
@@ -255,11 +265,22 @@ def _run_python(example: Example, page: Page, block: Block, where: str) -> None:
     page.outputs.append((block, out.getvalue()))
 
 
+def _run_in_sandbox(page: Page, block: Block, where: str) -> None:
+    from seer import ModelConfig, Sandbox, SandboxConfig
+
+    if page.model_sandbox is None:
+        config = SandboxConfig(execution_mode="cli", models=[ModelConfig(name=MODEL_ID)])
+        page.model_sandbox = Sandbox(config, progress=False).start()
+    done = page.model_sandbox.exec_python(substitute(block.source), timeout=300)
+    assert done.exit_code == 0, f"{where}: in the sandbox, exit {done.exit_code}\n{done.stderr[-4000:]}"
+    page.outputs.append((block, done.stdout))
+
+
 def _run_shell(page: Page, block: Block, where: str) -> None:
     done = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", substitute(block.source)],
         cwd=page.workdir,
-        env=page.env,
+        env={**page.env, "HOME": str(page.workdir / "home")},  # `seer skill install ~/skills`
         capture_output=True,
         text=True,
         timeout=300,
@@ -485,6 +506,10 @@ def run_page(path: Path, workdir: Path, env: dict[str, str]) -> Page:
     every sandbox the page started (``seer down --all`` on its ``SEER_HOME``) and fail if one is
     left. Returns what the blocks printed."""
     page = Page(workdir, env)
+    (workdir / "home").mkdir()
+    # what the pages' commands name relative to a checkout: `.venv/bin/python examples/quickstart.py`
+    (workdir / ".venv").symlink_to(sys.prefix)
+    (workdir / "examples").symlink_to(ROOT / "examples")
     document = parse(path)
     document.namespace["__page__"] = page
     document.namespace["__name__"] = "__main__"
@@ -493,6 +518,8 @@ def run_page(path: Path, workdir: Path, env: dict[str, str]) -> Page:
             for example in document:
                 example.evaluate()
     finally:
+        if page.model_sandbox is not None:
+            page.model_sandbox.terminate()
         down = seer_cli(["down", "--all"], env)
         assert down.returncode == 0, down.stderr
         left = seer_cli(["ls", "--json"], env)
