@@ -9,7 +9,8 @@ block is one of these, and nothing else; a fence that is none of them fails the 
   arguments) is made through the real server the tool belongs to, with ``"<session_id>"`` and
   ``"<jupyter_url>"`` filled in from the JSON the block before printed.
 * **file**: a fence with ``title="NAME"``, or after ``<!-- seer: file NAME -->``, is written as
-  ``NAME`` into the page's folder for the blocks after it (``interface.py``, ``sandbox.yaml``).
+  ``NAME`` into the page's folder before the page runs (``interface.py``, ``sandbox.yaml``), and
+  again where it stands (a later block of the same name replaces it from there on).
   A python block after ``<!-- seer: in-sandbox -->`` is code that runs inside a sandbox (seer's
   in-sandbox runtime): it runs there, in a CLI sandbox with the tiny model the runner starts for
   the page.
@@ -189,17 +190,19 @@ class Page:
 
     @property
     def printed(self) -> dict[str, Any]:
-        """The JSON object the last python block printed on its last line (a setup script's
-        answer), or ``{}``."""
-        for block, out in reversed(self.outputs):
-            if block.lang == "python":
-                lines = out.strip().splitlines()
-                try:
-                    value = json.loads(lines[-1]) if lines else {}
-                except ValueError:
-                    return {}
-                return value if isinstance(value, dict) else {}
+        """The JSON object the last block run printed on its last line (a setup script's answer),
+        or ``{}``."""
+        return last_json(self.outputs[-1][1]) if self.outputs else {}
+
+
+def last_json(output: str) -> dict[str, Any]:
+    """The JSON object on the last line of ``output``, or ``{}``."""
+    lines = output.strip().splitlines()
+    try:
+        value = json.loads(lines[-1]) if lines else {}
+    except ValueError:
         return {}
+    return value if isinstance(value, dict) else {}
 
 
 def evaluate(example: Example) -> str | None:
@@ -280,7 +283,7 @@ def _run_shell(page: Page, block: Block, where: str) -> None:
     done = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", substitute(block.source)],
         cwd=page.workdir,
-        env={**page.env, "HOME": str(page.workdir / "home")},  # `seer skill install ~/skills`
+        env=page.env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -505,17 +508,24 @@ def run_page(path: Path, workdir: Path, env: dict[str, str]) -> Page:
     """Run every block of the page at ``path`` in order, in ``workdir``; afterwards terminate
     every sandbox the page started (``seer down --all`` on its ``SEER_HOME``) and fail if one is
     left. Returns what the blocks printed."""
-    page = Page(workdir, env)
+    # a home of its own: pages write to ~ (`seer skill install ~/skills`, `Path.home() / ...`)
     (workdir / "home").mkdir()
+    env = {**env, "HOME": str(workdir / "home")}
+    page = Page(workdir, env)
     # what the pages' commands name relative to a checkout: `.venv/bin/python examples/quickstart.py`
     (workdir / ".venv").symlink_to(sys.prefix)
     (workdir / "examples").symlink_to(ROOT / "examples")
     document = parse(path)
     document.namespace["__page__"] = page
     document.namespace["__name__"] = "__main__"
+    examples = list(document)
+    for example in examples:  # files first: a page may use one before it shows it
+        block = example.parsed
+        if block.kind == "file" and not (workdir / str(block.arg)).exists():
+            (workdir / str(block.arg)).write_text(substitute(block.source))
     try:
         with environment(env, workdir):
-            for example in document:
+            for example in examples:
                 example.evaluate()
     finally:
         if page.model_sandbox is not None:
