@@ -117,9 +117,11 @@ def _undocumented(module: ModuleType) -> list[str]:
                 continue  # a contract suite's tests are named for what they check
             function = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
             # an override without its own docstring has the overridden method's (inspect.getdoc)
-            if inspect.isfunction(function) and not inspect.getdoc(getattr(value, attr)):
-                if not (isinstance(member, property) and member.__doc__):
-                    missing.append(f"{module.__name__}.{name}.{attr}")
+            documented = inspect.getdoc(getattr(value, attr)) or (
+                isinstance(member, property) and member.__doc__
+            )
+            if inspect.isfunction(function) and not documented:
+                missing.append(f"{module.__name__}.{name}.{attr}")
     return missing
 
 
