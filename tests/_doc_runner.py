@@ -185,6 +185,8 @@ class Page:
     outputs: list[tuple[Block, str]] = field(default_factory=list)
     #: the answers of the MCP tool calls, per mcp block
     answers: list[tuple[Block, list[str]]] = field(default_factory=list)
+    #: ```mcp blocks not made yet: a run of them is made by one server, before the next block runs
+    pending_calls: list[Block] = field(default_factory=list)
     #: the sandbox in-sandbox blocks run in (started by the first one)
     model_sandbox: Any = None
 
@@ -211,7 +213,7 @@ def evaluate(example: Example) -> str | None:
     if block.kind == "unmarked":
         return (
             f"{where}: a ```{block.lang or '(no language)'} block is neither run nor marked: give it a "
-            f"language (text for output) or a <!-- seer: cloud|gpu|docker|install --> mark"
+            f"language (text for output) or a mark: <!-- seer: cloud|gpu|docker|install|synopsis -->"
         )
     if block.kind == "text":
         return None
@@ -227,6 +229,8 @@ def evaluate(example: Example) -> str | None:
             compile(block.source, where, "exec")
         (page.workdir / str(block.arg)).write_text(substitute(block.source))
         return None
+    if block.lang != "mcp":
+        flush_tool_calls(page)
     if block.arg == "in-sandbox":
         _run_in_sandbox(page, block, where)
     elif block.lang == "python":
@@ -234,7 +238,7 @@ def evaluate(example: Example) -> str | None:
     elif block.lang in SHELL:
         _run_shell(page, block, where)
     elif block.lang == "mcp":
-        page.answers.append((block, run_tool_calls(block, page)))
+        page.pending_calls.append(block)  # made with the mcp blocks after it, by one server
     return None
 
 
@@ -420,48 +424,59 @@ def _fill(value: Any, printed: dict[str, Any]) -> Any:
     return value
 
 
-def run_tool_calls(block: Block, page: Page) -> list[str]:
-    """Make the block's tool calls through the real servers (the notebook server in process, the
-    shell server from the ``mcp_config`` the setup script printed); each answer's text."""
+def run_tool_calls(blocks: list[Block], page: Page) -> None:
+    """Make the blocks' tool calls, in order, through the real servers: the notebook server in
+    process, and the shell server from the ``mcp_config`` the setup script printed, one of each
+    for the whole run of blocks (a session attached in one block is used in the next). Each
+    block's answers go to ``page.answers``."""
     import anyio
 
-    async def calls() -> list[str]:
+    async def calls() -> None:
         from mcp import Client
         from mcp.client.stdio import StdioServerParameters
         from seer_mcp.notebook import build_server as notebook_server
         from seer_mcp.shell import TOOLS as SHELL_TOOLS
 
         printed = page.printed
-        answers = []
         server, registry = notebook_server()
         try:
             async with Client(server) as notebook:
                 shell: Client | None = None
-                for tool, arguments in tool_calls(block.source, block.line):
-                    arguments = {k: _fill(v, printed) for k, v in arguments.items()}
-                    if tool in SHELL_TOOLS:
-                        if shell is None:
-                            config = printed["mcp_config"]
-                            params = StdioServerParameters(
-                                command=config["command"], args=config["args"], env=config["env"]
-                            )
-                            shell = await Client(params).__aenter__()
-                        client = shell
-                    else:
-                        client = notebook
-                    with anyio.fail_after(240):
-                        result = await client.call_tool(tool, arguments)
-                    text = "\n".join(getattr(c, "text", "") for c in result.content)
-                    assert not result.is_error, f"line {block.line}: {tool}({arguments}) failed:\n{text}"
-                    assert "Traceback" not in text, f"line {block.line}: {tool}({arguments}) raised:\n{text}"
-                    answers.append(text)
+                for block in blocks:
+                    answers = []
+                    for tool, arguments in tool_calls(block.source, block.line):
+                        arguments = {k: _fill(v, printed) for k, v in arguments.items()}
+                        if tool in SHELL_TOOLS:
+                            if shell is None:
+                                config = printed["mcp_config"]
+                                params = StdioServerParameters(
+                                    command=config["command"], args=config["args"], env=config["env"]
+                                )
+                                shell = await Client(params).__aenter__()
+                            client = shell
+                        else:
+                            client = notebook
+                        with anyio.fail_after(240):
+                            result = await client.call_tool(tool, arguments)
+                        text = "\n".join(getattr(c, "text", "") for c in result.content)
+                        where = f"line {block.line}: {tool}({arguments})"
+                        assert not result.is_error, f"{where} failed:\n{text}"
+                        assert "Traceback" not in text, f"{where} raised:\n{text}"
+                        answers.append(text)
+                    page.answers.append((block, answers))
                 if shell is not None:
                     await shell.__aexit__(None, None, None)
         finally:
             registry.close()
-        return answers
 
-    return anyio.run(calls)
+    anyio.run(calls)
+
+
+def flush_tool_calls(page: Page) -> None:
+    """Make the tool calls of the ```mcp blocks waiting since the last block run."""
+    pending, page.pending_calls = page.pending_calls, []
+    if pending:
+        run_tool_calls(pending, page)
 
 
 # --- a page's run ---------------------------------------------------------------------------
@@ -527,6 +542,7 @@ def run_page(path: Path, workdir: Path, env: dict[str, str]) -> Page:
         with environment(env, workdir):
             for example in examples:
                 example.evaluate()
+            flush_tool_calls(page)
     finally:
         if page.model_sandbox is not None:
             page.model_sandbox.terminate()
