@@ -161,13 +161,17 @@ def parse(path: Path) -> Document:
 
 
 def census(paths: Iterable[Path]) -> dict[str, Counter[str]]:
-    """``{path: Counter(kind -> blocks)}``, check-only blocks counted as ``check:<why>``."""
+    """``{path: Counter(kind -> blocks)}``, check-only blocks counted as ``check:<why>`` and hidden
+    set-up blocks (``invisible-code-block``) as ``setup``."""
     found: dict[str, Counter[str]] = {}
     for path in paths:
         counts: Counter[str] = Counter()
         for example in parse(path):
             block: Block = example.parsed
-            counts[f"check:{block.arg}" if block.kind == "check" else block.kind] += 1
+            if block.kind == "check":
+                counts[f"check:{block.arg}"] += 1
+            else:
+                counts["setup" if block.arg == "hidden" else block.kind] += 1
         found[str(path)] = counts
     return found
 
@@ -229,17 +233,24 @@ def evaluate(example: Example) -> str | None:
             compile(block.source, where, "exec")
         (page.workdir / str(block.arg)).write_text(substitute(block.source))
         return None
-    if block.lang != "mcp":
-        flush_tool_calls(page)
-    if block.arg == "in-sandbox":
-        _run_in_sandbox(page, block, where)
-    elif block.lang == "python":
-        _run_python(example, page, block, where)
-    elif block.lang in SHELL:
-        _run_shell(page, block, where)
-    elif block.lang == "mcp":
-        page.pending_calls.append(block)  # made with the mcp blocks after it, by one server
+    try:
+        if block.lang != "mcp":
+            flush_tool_calls(page)
+        if block.arg == "in-sandbox":
+            _run_in_sandbox(page, block, where)
+        elif block.lang == "python":
+            _run_python(example, page, block, where)
+        elif block.lang in SHELL:
+            _run_shell(page, block, where)
+        elif block.lang == "mcp":
+            page.pending_calls.append(block)  # made with the mcp blocks after it, by one server
+    except Exception as exc:
+        raise BlockFailed(f"{where}: the {block.lang} block failed: {type(exc).__name__}: {exc}") from exc
     return None
+
+
+class BlockFailed(AssertionError):
+    """A block that runs did not: the page and line, and what it raised (chained)."""
 
 
 def _parse_data(block: Block, where: str) -> None:
