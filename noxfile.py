@@ -5,6 +5,7 @@ typecheck   mypy on seer_core/src/seer
 tests       the test command (scripts/test, as README documents), extra arguments go to pytest
 bench       the benchmarks in tests/bench (scripts/bench): tables printed, bench-results/*.json
 build       wheels and sdists of every released workspace member into dist/
+install_check  build, then install each extra alone from dist/ with the index on (slow; not in CI)
 docs        the documentation site (mkdocs build --strict), after checking generated pages
 
 Sessions use uv-made virtual environments under .nox/ and reuse them between runs.
@@ -113,6 +114,11 @@ def bench(session: nox.Session) -> None:
 @nox.session
 def build(session: nox.Session) -> None:
     """Build the sdist and wheel of every released workspace member into dist/."""
+    build_all(session)
+
+
+def build_all(session: nox.Session) -> Path:
+    """Build every released member's sdist and wheel into a fresh dist/; return it."""
     install(session, "build", members=False)
     dist = ROOT / "dist"
     shutil.rmtree(dist, ignore_errors=True)
@@ -123,6 +129,135 @@ def build(session: nox.Session) -> None:
     expected = 1 + len(released_members())
     if len(wheels) != expected:
         session.error(f"expected {expected} wheels in dist/, found {wheels}")
+    return dist
+
+
+#: The extras install_check installs one at a time ("" is the bare ``seer``).
+INSTALL_CHECK_EXTRAS = ["", "docker", "mcp", "modal", "ssh", "runpod", "models", "notebook"]
+#: Extras that need not bring the client-side packages (seer.extras.CLIENT_PACKAGES), as in
+#: tests/test_versions.py; the bare ``seer`` must instead say which extra to install.
+NOT_SELF_SUFFICIENT = {"", "models"}
+
+#: Run in each fresh venv: what was installed, what ``seer plugins`` lists, and whether the seed
+#: flow's imports and the client-side packages work. Prints one JSON object.
+_INSTALL_PROBE = """
+import json, subprocess, sys
+from importlib import metadata
+out = {"versions": {}, "errors": []}
+for dist in ("seer", "seer-core"):
+    try:
+        out["versions"][dist] = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        out["versions"][dist] = None
+try:
+    from seer.environment import Sandbox, SandboxConfig, ExecutionMode, ModelConfig
+    from seer.workspace import Workspace
+    from seer.execution import create_notebook_session
+except Exception as exc:
+    out["errors"].append(f"seed imports: {type(exc).__name__}: {exc}")
+try:
+    from seer.errors import MissingExtraError
+    from seer.extras import CLIENT_PACKAGES, require
+    out["client"] = {}
+    for module in CLIENT_PACKAGES:
+        try:
+            require(module, "install_check")
+            out["client"][module] = "ok"
+        except MissingExtraError as exc:
+            out["client"][module] = str(exc)
+except Exception as exc:
+    out["errors"].append(f"client packages: {type(exc).__name__}: {exc}")
+seer = [sys.executable, "-c", "from seer.cli import main; main()"]
+run = subprocess.run([*seer, "plugins", "--json"], capture_output=True, text=True)
+if run.returncode:
+    out["errors"].append(f"seer plugins --json exited {run.returncode}: {run.stderr[-2000:]}")
+else:
+    report = json.loads(run.stdout)
+    out["plugins"] = sorted({p["distribution"] for p in report["plugins"] if p["loaded"]})
+    out["skipped"] = [f"{p['name']}: {p['skipped']}" for p in report["plugins"] if not p["loaded"]]
+print(json.dumps(out))
+"""
+
+
+def _projects() -> dict[str, dict]:
+    """Distribution name -> its ``[project]`` table, for the root and every released member."""
+    from packaging.utils import canonicalize_name
+
+    tables = [PYPROJECT["project"]]
+    tables += [nox.project.load_toml(ROOT / m / "pyproject.toml")["project"] for m in released_members()]
+    return {canonicalize_name(p["name"]): p for p in tables}
+
+
+def expected_plugin_distributions(extra: str) -> list[str]:
+    """The distributions whose ``seer`` plugins ``seer[extra]`` brings: seer-core's built-ins,
+    and every member it pulls (through the workspace's own pins) that publishes entry points."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    projects = _projects()
+    todo = [Requirement(f"seer[{extra}]" if extra else "seer")]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    found = {"seer-core"}
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if name not in projects or (name, frozenset(req.extras)) in seen:
+            continue
+        seen.add((name, frozenset(req.extras)))
+        project = projects[name]
+        if project.get("entry-points", {}).get("seer"):
+            found.add(project["name"])
+        todo += [Requirement(r) for r in project.get("dependencies", [])]
+        for e in req.extras:
+            todo += [Requirement(r) for r in project.get("optional-dependencies", {}).get(e, [])]
+    return sorted(found)
+
+
+@nox.session
+def install_check(session: nox.Session) -> None:
+    """Install seer as users are told to, one extra at a time: build every wheel, then for each
+    extra make a fresh venv with the package index on, ``pip install --find-links dist
+    "seer[<extra>]"``, and check that our seer was installed (not the unrelated ``seer`` 0.1.1 on
+    the public index), that ``seer plugins`` lists exactly the plugins that extra brings, that the
+    seed flow's imports work, and that the client-side packages are there (or, for the bare
+    ``seer``, that their absence is a clear error naming the extra). Posargs pick extras (``bare``
+    for none). Slow (it downloads what each extra needs), so not part of .ci/run."""
+    import json
+    import tempfile
+
+    dist = build_all(session)
+    extras = [("" if e == "bare" else e) for e in session.posargs] or INSTALL_CHECK_EXTRAS
+    version = PYPROJECT["project"]["version"]
+    links = ["--find-links", str(dist)]
+    if WHEELS.is_dir():  # torch (seer[models] pulls it through peft): the local CPU wheel
+        links += ["--find-links", str(WHEELS)]
+    failures: list[str] = []
+    for extra in extras:
+        spec = f"seer[{extra}]" if extra else "seer"
+        with tempfile.TemporaryDirectory(prefix="seer-install-check-") as tmp:
+            venv = Path(tmp) / "venv"
+            session.run("python", "-m", "venv", str(venv), silent=True)
+            python = str(venv / "bin" / "python")
+            session.log(f"{spec}: pip install {' '.join(links)} {spec!r}")
+            session.run(python, "-m", "pip", "install", "--quiet", *links, spec, external=True)
+            probe = session.run(python, "-c", _INSTALL_PROBE, external=True, silent=True)
+        got = json.loads(str(probe).strip().splitlines()[-1])
+        problems = list(got["errors"])
+        if got["versions"] != {"seer": version, "seer-core": version}:
+            problems.append(f"installed {got['versions']}, not seer {version}")
+        want = expected_plugin_distributions(extra)
+        if got.get("plugins") is not None and got["plugins"] != want:
+            problems.append(f"seer plugins lists {got['plugins']}, expected {want} ({got['skipped']})")
+        for module, state in got.get("client", {}).items():
+            if extra not in NOT_SELF_SUFFICIENT and state != "ok":
+                problems.append(f"client package {module!r} missing: {state}")
+            if not extra and (state == "ok" or 'pip install "seer[' not in state):
+                problems.append(f"bare seer: {module!r} should be missing with a hint, got {state!r}")
+        verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
+        session.log(f"{spec}: seer {got['versions']['seer']}, plugins {got.get('plugins')}: {verdict}")
+        failures += [f"{spec}: {p}" for p in problems]
+    if failures:
+        session.error("install_check failed:\n  " + "\n  ".join(failures))
 
 
 @nox.session

@@ -65,7 +65,7 @@ CASES = [
     Case("unknown-top-level", {"gpu_type": "A100"}, "gpu_type", "did you mean 'gpu'?"),
     Case("unknown-top-level-typo", {"python_packges": ["torch"]}, "python_packges", "'python_packages'"),
     Case("name-is-not-a-sandboxconfig-field", {"name": "exp"}, "name", "unknown field"),
-    Case("model-dtype", {"models": [{"name": "gpt2", "dtype": "bf16"}]}, "models[0].dtype", "has no 'dtype'"),
+    Case("model-dtype", {"models": [{"name": "gpt2", "dtype": "bf16"}]}, "models[0].dtype", "'bfloat16'?"),
     Case(
         "model-load-kwargs",
         {"models": ["gpt2", {"name": "distilgpt2", "var_name": "m2", "load_kwargs": {}}]},
@@ -73,21 +73,43 @@ CASES = [
         "seer loads models itself",
     ),
     Case("repo-branch", {"repos": [{"url": "org/r", "branch": "dev"}]}, "repos[0].branch", "'ref'"),
+    # The Stage-1 format (github_repos, a gpu block, an image block) loads; what it cannot mean
+    # is refused, named as written, on its line.
     Case(
-        "yaml-github-repos",
-        "github_repos:\n  - myorg/code\n",
+        "yaml-stage1-github-repos-and-repos",
+        "github_repos:\n  - myorg/code\nrepos: [myorg/other]\n",
         "github_repos",
-        "did you mean 'repos'?",
+        "given twice: as github_repos (the Stage-1 format) and as repos",
+    ),
+    Case(
+        "yaml-stage1-gpu-block-unknown-key",
+        "gpu:\n  gpu_type: A100\n  memory_gb: 80\n",
+        "gpu.memory_gb",
+        "unknown field in the Stage-1 'gpu' block; it may hold gpu.gpu_type, gpu.gpu_count",
+    ),
+    Case("yaml-stage1-gpu-type-unknown", "gpu:\n  gpu_type: V100\n", "gpu.gpu_type", "unknown GPU 'V100'"),
+    Case(
+        "yaml-stage1-image-base-image",
+        "image:\n  python_packages: [numpy]\n  base_image: python:3.11\n",
+        "image.base_image",
+        "a base image is a provider option",
     ),
     Case(
         "yaml-model-device",
         """
         models:
           - name: google/gemma-2-9b-it
-            device: auto
+            device: gpu
         """,
         "models[0].device",
-        "ModelConfig fields: name, revision",
+        "unknown device 'gpu'; valid: auto",
+    ),
+    Case("model-dtype-fp8", {"models": [{"name": "m/x", "dtype": "fp8"}]}, "models[0].dtype", "float16"),
+    Case(
+        "model-device-cuda-without-gpu",
+        {"models": [{"name": "gpt2", "device": "cuda:0"}]},
+        "models[0].device",
+        "needs a GPU, and this config asks for none",
     ),
     # --- PEFT -----------------------------------------------------------------------------
     Case(
@@ -395,7 +417,7 @@ CASES = [
     ),
     # --- provider -------------------------------------------------------------------------
     Case("provider-unknown", {"provider": "nope"}, "provider", "'nope'; installed: "),
-    Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]"'),
+    Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]>=0.2"'),
     Case(
         "provider-from-env-unknown",
         {},

@@ -76,7 +76,7 @@ def test_unknown_mode_lists_registered_ones_including_plugins(marker_mode: Path,
 def test_unknown_mode_says_which_extra_installs_a_known_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(plugins.KNOWN_EXTRAS, "gpu-shell", "seer[gpu-shell]")
     monkeypatch.setitem(plugins.KNOWN_KINDS, "gpu-shell", "execution mode")
-    with pytest.raises(ConfigError, match=r'pip install "seer\[gpu-shell\]"'):
+    with pytest.raises(ConfigError, match=r'pip install "seer\[gpu-shell\]>=0\.2"'):
         SandboxConfig(execution_mode="gpu-shell")
     # a known name of another kind (mcp is an expose mode) gets no misleading hint
     with pytest.raises(ConfigError) as info:

@@ -158,7 +158,8 @@ def test_describe_names_models_but_not_a_hidden_one(loaded: dict[str, Any]) -> N
         "### Pre-loaded Models\n\nThe following models are already loaded in the kernel:\n"
     )
     assert (
-        "**model** (seer-testing/tiny-llama)\n- Type: LlamaForCausalLM\n- Device: cpu\n- Parameters: " in text
+        "**model** (seer-testing/tiny-llama)\n- Type: LlamaForCausalLM\n- Device: cpu\n- Dtype: float32\n"
+        "- Parameters: " in text
     )
     assert "**tokenizer** (seer-testing/tiny-llama)\n- Type: " in text and "- Vocab size: " in text
     assert "**peft** (seer-testing/tiny-llama-lora)\n- Type: PeftModelForCausalLM" in text
@@ -173,6 +174,8 @@ def test_describe_names_models_but_not_a_hidden_one(loaded: dict[str, Any]) -> N
 
 # --- formatting, without loading anything -----------------------------------------------------
 class _Param:
+    dtype = "torch.bfloat16"
+
     def __init__(self, n: int):
         self.n = n
 
@@ -202,6 +205,7 @@ def test_describe_format_matches_model_info_text() -> None:
         "**model** (google/gemma-2-9b-it)\n"
         "- Type: _FakeModel\n"
         "- Device: cuda:0\n"
+        "- Dtype: bfloat16\n"
         "- Parameters: 9.24B\n\n"
         "**tokenizer** (google/gemma-2-9b-it)\n"
         "- Type: _FakeTokenizer\n"

@@ -253,7 +253,7 @@ def test_manifest_follows_the_contract(offline: dict[str, Any]) -> None:
     entries = json.loads(path.read_text())["models"]
     keys = {
         "var_name", "name", "display_name", "path", "revision", "commit", "hidden", "is_peft",
-        "base_path", "env_var", "name_hmac",
+        "base_path", "env_var", "name_hmac", "dtype", "device",
     }  # fmt: skip
     assert all(set(e) == keys for e in entries)
     plain, peft, secret = entries
@@ -269,6 +269,8 @@ def test_manifest_follows_the_contract(offline: dict[str, Any]) -> None:
         "base_path": None,
         "env_var": "MODEL_SEER_TESTING_TINY_LLAMA_PATH",
         "name_hmac": None,
+        "dtype": None,
+        "device": None,
     }
     assert peft["is_peft"] and peft["base_path"] == plain["path"]
     assert secret["name"] is None and secret["display_name"] == "hidden model" and secret["commit"] is None

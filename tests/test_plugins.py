@@ -123,7 +123,7 @@ def test_unknown_provider_lists_installed_and_the_extra_to_install() -> None:
     message = str(err.value)
     assert "no provider named 'modal'" in message
     assert "local" in message
-    assert 'pip install "seer[modal]"' in message
+    assert 'pip install "seer[modal]>=0.2"' in message
     with pytest.raises(UnknownPluginError) as err:
         plugins.get_provider_class("my-own-cloud")
     assert "pip install" not in str(err.value)

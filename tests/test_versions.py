@@ -29,14 +29,25 @@ ROOT_PROJECT = _load(ROOT / "pyproject.toml")
 VERSION: str = ROOT_PROJECT["project"]["version"]
 
 
-def _member_dirs(include_test_distributions: bool = False) -> list[Path]:
-    """The workspace members' directories, from the root's ``tool.uv.workspace.members`` globs."""
-    dirs: list[Path] = []
+#: Where released members live. Found by globbing the tree, not read from the workspace list, so a
+#: new member (e.g. ``contrib/toolkit``) is held to the rules the moment its pyproject.toml lands.
+MEMBER_GLOBS = ("seer_core", "providers/*", "plugins/*", "contrib/*")
+#: The unrelated project that holds the name ``seer`` on the public index, at its newest release:
+#: our version must be above it, or ``pip install "seer[...]"`` resolves to that project.
+UNRELATED_PUBLIC_SEER = "0.1.1"
+
+
+def _member_dirs() -> list[Path]:
+    """The released members' directories: every ``pyproject.toml`` under :data:`MEMBER_GLOBS`."""
+    return sorted({p.parent for pattern in MEMBER_GLOBS for p in ROOT.glob(f"{pattern}/pyproject.toml")})
+
+
+def _workspace_dirs() -> set[Path]:
+    """The directories the root's ``tool.uv.workspace.members`` globs name (test distributions too)."""
+    found: set[Path] = set()
     for pattern in ROOT_PROJECT["tool"]["uv"]["workspace"]["members"]:
-        if not include_test_distributions and pattern.split("/", 1)[0] == "tests":
-            continue
-        dirs += sorted(p.parent for p in ROOT.glob(f"{pattern}/pyproject.toml"))
-    return dirs
+        found |= {p.parent for p in ROOT.glob(f"{pattern}/pyproject.toml")}
+    return found
 
 
 MEMBERS = _member_dirs()
@@ -66,6 +77,27 @@ def _rel(path: Path) -> str:
 
 def test_the_workspace_has_core() -> None:
     assert ROOT / "seer_core" in MEMBERS
+
+
+def test_every_member_found_is_in_the_workspace() -> None:
+    # nox -s build, .ci/run and uv read the workspace list; a member missing from it is never built.
+    missing = [_rel(m) for m in MEMBERS if m not in _workspace_dirs()]
+    assert not missing, f"add {missing} to [tool.uv.workspace] members in pyproject.toml"
+
+
+def test_the_version_is_above_the_unrelated_public_seer() -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+    from seer.errors import OUR_VERSIONS
+
+    # Install hints say `pip install "seer[x]>=0.2"`: this release must satisfy that, the other not.
+    assert Version(VERSION) in SpecifierSet(OUR_VERSIONS)
+    assert Version(UNRELATED_PUBLIC_SEER) not in SpecifierSet(OUR_VERSIONS)
+
+    assert Version(VERSION) > Version(UNRELATED_PUBLIC_SEER), (
+        f"version {VERSION} is not above {UNRELATED_PUBLIC_SEER}, the unrelated `seer` on the public "
+        "index: pip would install that project for `seer[...]`"
+    )
 
 
 def test_the_root_version_is_a_release_version() -> None:
@@ -128,3 +160,61 @@ def test_the_installed_core_is_this_version() -> None:
         f"the installed seer-core is {installed}, the source says {VERSION}: reinstall "
         "(uv pip install -e seer_core -e .)"
     )
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """Every distribution ``requirements`` bring, following the workspace's own members (and the
+    extras asked of them) through their pyproject.toml; outside distributions are not followed."""
+    seen: set[str] = set()
+    todo = [Requirement(r) for r in requirements]
+    done: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        seen.add(name)
+        key = (name, frozenset(req.extras))
+        if key in done or name not in INTERNAL:
+            continue
+        done.add(key)
+        project = ROOT_PROJECT["project"] if INTERNAL[name] == ROOT else MEMBER_PROJECTS[INTERNAL[name]]
+        todo += [Requirement(r) for r in project.get("dependencies", [])]
+        for extra in req.extras:
+            todo += [Requirement(r) for r in project.get("optional-dependencies", {}).get(extra, [])]
+    return seen
+
+
+#: Extras that are not a way of running seer on their own, and why they may lack client packages.
+NOT_SELF_SUFFICIENT = {
+    "models": "the packages that load models in the sandbox (on the local provider, the client's own)",
+}
+
+
+@pytest.mark.parametrize("extra", sorted(ROOT_PROJECT["project"]["optional-dependencies"]))
+def test_each_extra_brings_the_client_side_packages(extra: str) -> None:
+    # `pip install "seer[modal]"` alone must run a Modal sandbox's notebook flow: every package
+    # the client side imports lazily (seer.extras.CLIENT_PACKAGES) comes with it.
+    from seer.extras import CLIENT_PACKAGES
+
+    if extra in NOT_SELF_SUFFICIENT:
+        pytest.skip(f"seer[{extra}] holds {NOT_SELF_SUFFICIENT[extra]}")
+    brought = _closure([f"seer[{extra}]"])
+    missing = sorted(
+        p.distribution for p in CLIENT_PACKAGES.values() if canonicalize_name(p.distribution) not in brought
+    )
+    assert not missing, (
+        f"seer[{extra}] does not bring {missing}, which the client side imports; depend on "
+        "seer-core[notebook-client] in the member it pulls"
+    )
+
+
+def test_core_extras_named_by_client_packages_have_them() -> None:
+    # MissingExtraError tells users to install seer[<extra>]: that extra must hold the package.
+    from seer.extras import CLIENT_PACKAGES
+
+    core = MEMBER_PROJECTS[ROOT / "seer_core"]
+    for module, package in CLIENT_PACKAGES.items():
+        assert canonicalize_name(package.distribution) in _closure([f"seer[{package.extra}]"]), (
+            f"seer.extras says {module!r} comes with seer[{package.extra}], which does not bring "
+            f"{package.distribution}"
+        )
+        assert package.extra in core.get("optional-dependencies", {}), package.extra

@@ -95,14 +95,13 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "peft": ("is_peft",),
     "adapter": ("is_peft",),
     "variable": ("var_name",),
+    "torch_dtype": ("dtype",),
+    "device_map": ("device",),
 }
-#: Model-loading knobs that ModelConfig deliberately does not have: seer loads models itself.
+#: Model-loading knobs that ModelConfig deliberately does not have: seer loads models itself
+#: (``dtype`` and ``device`` are what it lets you choose).
 _LOADING_KNOBS = frozenset(
     {
-        "dtype",
-        "torch_dtype",
-        "device",
-        "device_map",
         "load_kwargs",
         "quantization",
         "load_in_8bit",
@@ -180,8 +179,8 @@ def _unknown_field_message(name: str, owner: type[BaseModel] | None) -> str:
     listing = f"{owner.__name__} fields: {', '.join(fields)}"
     if name in _LOADING_KNOBS and issubclass(owner, ModelConfig):
         return (
-            f"{owner.__name__} has no {name!r}: seer loads models itself and chooses dtype and "
-            f"device placement; {listing}"
+            f"{owner.__name__} has no {name!r}: seer loads models itself (choose the precision with "
+            f"dtype and the placement with device); {listing}"
         )
     suggestion = next((a for a in _ALIASES.get(name, ()) if a in fields), None)
     if suggestion is None:
@@ -479,6 +478,52 @@ def _check_dir_pair(pair: tuple[str, str]) -> tuple[str, str]:
     return _check_pair(*pair, kind="dir")
 
 
+#: The precisions ``ModelConfig.dtype`` takes (``auto``: the one the checkpoint was saved in).
+MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
+_DTYPE_SHORTHANDS = {
+    "fp32": "float32",
+    "f32": "float32",
+    "float": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "f16": "float16",
+    "half": "float16",
+}
+#: The device maps ``ModelConfig.device`` takes besides ``cuda:N`` (transformers' device_map).
+_DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential", "cpu", "cuda")
+_CUDA_DEVICE = re.compile(r"^cuda:\d{1,2}$")
+
+
+def _model_device_problems(
+    models: list[ModelConfig], gpu: str | None, gpu_count: int
+) -> list[tuple[tuple[int | str, ...], str, Any]]:
+    """An error at ``models[i].device`` for a GPU placement the sandbox has no GPU for: ``cuda``
+    without ``gpu``, or ``cuda:N`` beyond ``gpu_count``."""
+    errors: list[tuple[tuple[int | str, ...], str, Any]] = []
+    for i, m in enumerate(models):
+        if m.device is None or not m.device.startswith("cuda"):
+            continue
+        if gpu is None:
+            errors.append(
+                (
+                    ("models", i, "device"),
+                    f"device {m.device!r} needs a GPU, and this config asks for none; set gpu "
+                    "(e.g. 'A100'), or use device 'auto' or 'cpu'",
+                    m.device,
+                )
+            )
+        elif ":" in m.device and int(m.device.split(":")[1]) >= gpu_count:
+            errors.append(
+                (
+                    ("models", i, "device"),
+                    f"device {m.device!r} is past the sandbox's {gpu_count} GPU(s) "
+                    f"(cuda:0 to cuda:{gpu_count - 1})",
+                    m.device,
+                )
+            )
+    return errors
+
+
 def _whole_number(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError(f"expected a whole number, got {value!r}")
@@ -499,6 +544,43 @@ class ModelConfig(_Strict):
     hidden: bool = Field(False, description="hide the model's identity from the agent")
     is_peft: bool = Field(False, description="the model is a PEFT/LoRA adapter")
     base_model: str | None = Field(None, description="base model id (required with is_peft)")
+    dtype: str | None = Field(
+        None,
+        description="precision the kernel loads it in: auto (the checkpoint's), float32, bfloat16, "
+        "float16; default bfloat16 on a GPU, float32 on the CPU",
+        json_schema_extra={"enum": [*MODEL_DTYPES, None]},
+    )
+    device: str | None = Field(
+        None,
+        description="where the kernel puts it (a device map): auto, balanced, sequential (across "
+        "GPUs), cpu, cuda, cuda:N; default the GPU when there is one, else the CPU",
+    )
+
+    @field_validator("dtype", mode="before")
+    @classmethod
+    def _check_dtype(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"expected a dtype name ({', '.join(MODEL_DTYPES)}), got {value!r}")
+        name = value.strip().lower().removeprefix("torch.")
+        if name in MODEL_DTYPES:
+            return name
+        match = _DTYPE_SHORTHANDS.get(name)
+        hint = f" (did you mean {match!r}?)" if match else ""
+        raise ValueError(f"unknown dtype {value!r}{hint}; valid: {', '.join(MODEL_DTYPES)}")
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _check_device(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        text = value.strip().lower() if isinstance(value, str) else None
+        if text is not None and (text in _DEVICE_MAPS or _CUDA_DEVICE.match(text)):
+            return text
+        raise ValueError(
+            f"unknown device {value!r}; valid: {', '.join(_DEVICE_MAPS)}, or cuda:N (a GPU's index)"
+        )
 
     @field_validator("name", "base_model")
     @classmethod
@@ -736,6 +818,11 @@ class SandboxConfig(_Strict):
     debug: bool = Field(
         False, description="start a VS Code server (only on a provider with the code_server capability)"
     )
+    toolkit: bool = Field(
+        True,
+        description="make seer-toolkit's modules (steering_hook, extract_activations, ...) importable "
+        "in notebook kernels, when seer-toolkit is installed on this machine",
+    )
     provider: str | None = Field(None, description="provider name; default $SEER_PROVIDER or 'local'")
     provider_options: dict[str, Any] = Field(
         default_factory=dict, description="options for the chosen provider (validated by it)"
@@ -871,6 +958,7 @@ class SandboxConfig(_Strict):
                 )
             )
         errors += _kernel_name_clashes(self.models)
+        errors += _model_device_problems(self.models, self.gpu, self.gpu_count)
         dirs: dict[str, int] = {}
         for i, r in enumerate(self.repos):
             if r.dir_name in dirs:

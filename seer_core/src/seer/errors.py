@@ -10,6 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+#: What install hints append to ``seer[<extra>]``: asking for at least this version keeps pip from
+#: taking the unrelated ``seer`` 0.1.1 on the public index instead (tests/test_versions.py checks
+#: that this release satisfies it and that one does not).
+OUR_VERSIONS = ">=0.2"
+
 
 class SeerError(Exception):
     """Base class of every error seer raises on purpose."""
@@ -262,3 +267,18 @@ class RemoteError(RpcError):
         if traceback.strip():
             text += f"\n\nRemote traceback:\n{traceback.rstrip()}"
         super().__init__(text, function=function, status=status)
+
+
+class MissingExtraError(SeerError, ImportError):
+    """A package seer needs for what was asked is not installed; the message names it and the
+    extra of seer that brings it (``pip install "seer[notebook]>=0.2"``), instead of Python's
+    bare ``No module named 'websocket'``. An ``ImportError``, so generic handlers keep working."""
+
+    def __init__(self, package: str, extra: str, purpose: str, *, module: str | None = None):
+        self.package, self.extra, self.purpose = package, extra, purpose
+        super().__init__(
+            f"{purpose} needs {package}, which is not installed here. Install seer's {extra!r} extra: "
+            f'pip install "seer[{extra}]{OUR_VERSIONS}" '
+            f'(a package of your own depends on "seer-core[{extra}]")',
+            name=module,
+        )

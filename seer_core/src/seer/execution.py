@@ -77,8 +77,10 @@ def create_notebook_session(
     defaults to ``session-<date>-<time>``; a name already taken gets a ``-2``, ``-3``, ... suffix.
     If anything fails, the kernel is shut down and the error raised.
     """
-    from seer.notebook import JupyterClient, unique_notebook_path
+    from seer.extras import require
+    from seer.notebook import NOTEBOOK_PURPOSE, JupyterClient, unique_notebook_path
 
+    require("websocket", NOTEBOOK_PURPOSE)  # before a kernel is started that could not be reached
     if name is not None and not _NAME.match(name):
         raise ConfigError(
             f"name: {name!r} is not a usable notebook name (letters, digits, '.', '_', '-'; at most 100)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +76,118 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
             f"the top level must be a mapping of fields (gpu: ..., models: ...), not a {_kind_of(data)}",
             lines.get((), 1),
         )
-    data = _rebase_paths(data, file.parent.resolve())
+    stage1 = _Stage1(data, lines, fname)
+    data = _rebase_paths(stage1.data, file.parent.resolve())
     try:
-        return ExperimentConfig.model_validate(data)
+        config = ExperimentConfig.model_validate(data)
     except ConfigError as exc:
         problems = [
-            ConfigProblem(p.field, p.message, file=fname, line=_line_for(p.field, lines))
+            ConfigProblem(
+                stage1.original(p.field), p.message, file=fname, line=_line_for(p.field, stage1.lines)
+            )
             for p in exc.problems
         ]
         raise ConfigError(problems, title="Invalid config") from None
+    stage1.notify()
+    return config
+
+
+#: Stage-1 field (the earlier design's experiment YAML) -> the current field, for those with one.
+STAGE1_FIELDS: dict[str, str] = {
+    "gpu.gpu_type": "gpu",
+    "gpu.gpu_count": "gpu_count",
+    "github_repos": "repos",
+    "image.python_packages": "python_packages",
+    "image.pip_packages": "python_packages",
+    "image.system_packages": "system_packages",
+    "image.apt_packages": "system_packages",
+    "image.env": "env",
+}
+#: Stage-1 fields with no current counterpart, and why they are accepted anyway.
+STAGE1_IGNORED: dict[str, str] = {
+    "gpu.use_model_volumes": "seer caches models once per machine, in the provider's volume where it has one",
+}
+
+
+class _Stage1:
+    """Reads the Stage-1 experiment YAML (a nested ``gpu`` block, ``github_repos``, an ``image``
+    block of packages) as the current fields, remembering what it moved so that errors name the
+    field as written (``gpu.gpu_type``, on its line) and one notice names the current fields.
+
+    Anything in those blocks that has no counterpart is a config error naming it and its line.
+    """
+
+    def __init__(self, data: dict[str, Any], lines: _Lines, file: str):
+        self.file = file
+        self.lines: _Lines = dict(lines)
+        self.moved: list[tuple[str, str]] = []  # (Stage-1 field, current field), in order
+        self.ignored: list[str] = []
+        self.renames: dict[str, str] = {}  # current top-level field -> the Stage-1 path it came from
+        self.data = self._translate(dict(data))
+
+    def _fail(self, path: tuple[Any, ...], message: str) -> ConfigError:
+        problem = ConfigProblem(
+            format_loc(path), message, file=self.file, line=_line_for(format_loc(path), self.lines)
+        )
+        return ConfigError([problem], title="Invalid config")
+
+    def _move(self, data: dict[str, Any], source: tuple[str, ...], value: Any) -> None:
+        written = ".".join(source)
+        target = STAGE1_FIELDS[written]
+        if target in data:
+            raise self._fail(
+                source,
+                f"given twice: as {written} (the Stage-1 format) and as {target}; keep {target}",
+            )
+        data[target] = value
+        self.moved.append((written, target))
+        self.renames[target] = written
+        for path, line in list(self.lines.items()):  # the value's lines, under its new name
+            if path[: len(source)] == source:
+                self.lines[(target, *path[len(source) :])] = line
+
+    def _block(self, data: dict[str, Any], key: str, block: dict[str, Any]) -> None:
+        for sub, value in block.items():
+            written = f"{key}.{sub}"
+            if written in STAGE1_FIELDS:
+                self._move(data, (key, str(sub)), value)
+            elif written in STAGE1_IGNORED:
+                self.ignored.append(written)
+            else:
+                known = [f for f in (*STAGE1_FIELDS, *STAGE1_IGNORED) if f.startswith(key + ".")]
+                raise self._fail(
+                    (key, sub),
+                    f"unknown field in the Stage-1 {key!r} block; it may hold {', '.join(known)}"
+                    + ("" if key != "image" else " (a base image is a provider option: provider_options)"),
+                )
+
+    def _translate(self, data: dict[str, Any]) -> dict[str, Any]:
+        for key in ("gpu", "image"):
+            if isinstance(data.get(key), dict):
+                self._block(data, key, data.pop(key))
+        if "github_repos" in data:
+            self._move(data, ("github_repos",), data.pop("github_repos"))
+        return data
+
+    def original(self, field: str) -> str:
+        """``field`` (``repos[0]``) as the file wrote it (``github_repos[0]``)."""
+        head = re.match(r"[^.\[]+", field)
+        if head and head.group(0) in self.renames:
+            return self.renames[head.group(0)] + field[head.end() :]
+        return field
+
+    def notify(self) -> None:
+        """One warning naming the current fields, if the file used the Stage-1 format."""
+        if not self.moved and not self.ignored:
+            return
+        parts = [f"{old} -> {new}" for old, new in self.moved]
+        parts += [f"{old} (ignored: {STAGE1_IGNORED[old]})" for old in self.ignored]
+        warnings.warn(
+            f"{self.file}: read as the Stage-1 config format: {'; '.join(parts)}. "
+            "Write the current fields (docs/config.md) to silence this.",
+            FutureWarning,
+            stacklevel=3,
+        )
 
 
 def _kind_of(value: Any) -> str:

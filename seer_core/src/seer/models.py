@@ -129,7 +129,8 @@ class ModelHandle:
     the base model's in ``base_path``). ``commit`` is the resolved Hub commit (None for a local
     directory). ``env_var`` names the ``MODEL_<ID>_PATH`` variable (None when hidden).
     ``bytes_downloaded`` is what this start added to the machine's cache for the model and its
-    base (0 when everything was cached).
+    base (0 when everything was cached). ``dtype`` and ``device`` are the config's (None: seer
+    chooses), carried in the manifest to the kernel that loads it.
     """
 
     name: str
@@ -144,6 +145,8 @@ class ModelHandle:
     base_commit: str | None = None
     env_var: str | None = None
     bytes_downloaded: int = 0
+    dtype: str | None = None
+    device: str | None = None
 
     @property
     def display_name(self) -> str:
@@ -175,6 +178,9 @@ class ModelHandle:
             "base_path": self.base_path,
             "env_var": None if self.hidden else self.env_var,
             "name_hmac": name_hmac(key, self.name) if self.hidden and key else None,
+            # How the kernel loads it (seer.runtime.loading); None: seer's default.
+            "dtype": self.dtype,
+            "device": self.device,
         }
 
     def __repr__(self) -> str:
@@ -382,6 +388,8 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
                 env_var=env_var,
                 bytes_downloaded=int(fetched.get("bytes_downloaded", 0))
                 + int(base.get("bytes_downloaded", 0) if base else 0),
+                dtype=m.dtype,
+                device=m.device,
             )
         )
     # A PEFT adapter's (non-hidden) base model is findable too, unless a configured model has its id.

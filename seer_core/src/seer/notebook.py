@@ -60,6 +60,8 @@ __all__ = [
     "strip_ansi",
 ]
 
+#: What needs the notebook client packages, as :class:`~seer.errors.MissingExtraError` says it.
+NOTEBOOK_PURPOSE = "a notebook session (talking to the sandbox's Jupyter kernel)"
 #: ``model_info_text`` when no models are pre-loaded in the kernel.
 NO_MODELS_TEXT = "No models are pre-loaded in this kernel."
 #: The mimetype the model-loading cell reports ``describe()``'s text under; never recorded.
@@ -496,8 +498,9 @@ class _KernelChannels:
         session: str | None = None,
         timeout: float = CONNECT_TIMEOUT,
     ):
-        import websocket
+        from seer.extras import require
 
+        websocket = require("websocket", NOTEBOOK_PURPOSE)
         # Reconnecting with the same ``session`` makes the server replay what the kernel sent
         # while we were away (it buffers a kernel's output while no client is connected).
         self.session = session or uuid.uuid4().hex

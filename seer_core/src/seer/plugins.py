@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from seer import hookspecs
-from seer.errors import PluginError, UnknownPluginError
+from seer.errors import OUR_VERSIONS, PluginError, UnknownPluginError
 
 if TYPE_CHECKING:
     from seer.modes import ExecutionModePlugin, ExposeMode
@@ -252,7 +252,7 @@ def install_hint(kind: str, name: str) -> str | None:
     key = name.strip().lower()
     if KNOWN_KINDS.get(key) != kind:
         return None
-    return f'Install it with: pip install "{KNOWN_EXTRAS[key]}"'
+    return f'Install it with: pip install "{KNOWN_EXTRAS[key]}{OUR_VERSIONS}"'
 
 
 def _lookup(registry: dict[str, Registration], kind: str, name: str) -> type:

@@ -16,29 +16,28 @@ container from it:
 * secrets go to a file on a tmpfs in the container and reach commands through the exec API, never
   through the container's configuration (which ``docker inspect`` and ``docker commit`` keep).
 
-Commands run through the exec API with their output demultiplexed from the attach socket as it
-comes. A client-side deadline ends a command: every process carrying the command's marker
-variable is killed, so ``timeout`` takes the whole tree. A small ledger in
-``$SEER_HOME/docker/`` remembers sandboxes this client ended, to tell ``terminated`` from
-``expired`` or ``lost`` once their container is gone.
-
-Until ``Sandbox.start`` has finished, the ledger also names the client starting the sandbox, and a
-small watcher on this host (:mod:`seer_docker._watch`) removes the container at once if that
-client dies first: a half-made sandbox is listed as ``starting``, never left running unseen.
+The machine is built on the provider kit (:mod:`seer.providers.kit`): what is Docker's own here
+is running a command through the exec API (its output demultiplexed from the attach socket into
+the kit's output pump) and moving tar streams with the archive API; the kit does the rest
+(deadlines that kill a command's whole tree, background processes, files). Background processes'
+records live on a tmpfs (``/run/seer``), which a snapshot does not keep. The kit's ledger in
+``$SEER_HOME/docker/sandboxes/`` remembers sandboxes this client made and ended, to tell
+``terminated`` from ``expired`` or ``lost`` once their container is gone; until ``Sandbox.start``
+has finished it names the client starting the sandbox, and the kit's starter watch removes the
+container at once if that client dies first: a half-made sandbox is listed as ``starting``,
+never left running unseen.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import io
 import json
 import os
 import posixpath
 import secrets
+import select
 import socket
 import struct
-import tarfile
 import threading
 import time
 from collections.abc import Mapping
@@ -46,33 +45,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seer.config import GPU_CATALOGUE, SandboxConfig
-from seer.errors import (
-    ConfigProblem,
-    ExecTimeoutError,
-    SandboxError,
-    SandboxNotFoundError,
-    SandboxNotRunningError,
-)
+from seer.errors import ConfigProblem, SandboxError, SandboxNotFoundError
 from seer.ids import check_sandbox_id
 from seer.providers.base import (
     Availability,
     Capabilities,
-    Command,
-    ExecResult,
     Machine,
     MachineInfo,
     MachineSpec,
     MachineStatus,
-    OutputCallback,
-    ProcessInfo,
     Provider,
     Snapshot,
-    command_text,
 )
-from seer.providers.starter import starter_alive, starter_info
-from seer.state import RECORD_TTL, private_dir, read_json, seer_home, write_json
+from seer.providers.kit import ExecMachine, Ledger, OutputPump, detect_gpus
 
-from seer_docker import _shell
 from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
 from seer_docker.options import DockerOptions
 
@@ -84,12 +70,11 @@ __all__ = ["DockerMachine", "DockerProvider"]
 
 #: Label holding a container's sandbox id (only sandbox containers carry it).
 SANDBOX_LABEL = "seer.sandbox"
-#: The variable marking every process of one exec, for killing its tree on timeout.
-EXEC_MARK = "SEER_EXEC_ID"
+#: Where process records (and the secrets file) live in the container: a tmpfs, mode 0700.
+RUN_DIR = "/run/seer"
+SECRETS_FILE = f"{RUN_DIR}/secrets.json"
 #: Container states that count as a running sandbox.
 _ALIVE_STATES = ("running", "created", "restarting")
-#: Slack when deciding whether a vanished container had reached its deadline.
-EXPIRY_SLACK = 5.0
 
 _client_lock = threading.Lock()
 _clients: dict[str, DockerClient] = {}
@@ -108,69 +93,6 @@ def docker_client() -> DockerClient:
         return client
 
 
-def _ledger_dir() -> Path:
-    return private_dir(seer_home() / "docker" / "sandboxes")
-
-
-def _ledger_read(sandbox_id: str) -> dict[str, Any] | None:
-    with contextlib.suppress(OSError, ValueError):
-        return read_json(_ledger_dir() / f"{sandbox_id}.json")
-    return None
-
-
-def _ledger_update(sandbox_id: str, **changes: Any) -> None:
-    record = _ledger_read(sandbox_id) or {"id": sandbox_id}
-    record.update(changes)
-    write_json(_ledger_dir() / f"{sandbox_id}.json", record)
-
-
-def _ended_status(record: Mapping[str, Any] | None, expires_at: float | None) -> MachineStatus:
-    """The status of a sandbox whose container is gone."""
-    if record and record.get("status") and record["status"] != MachineStatus.RUNNING.value:
-        return MachineStatus(record["status"])
-    deadline = expires_at if expires_at is not None else (record or {}).get("expires_at")
-    if deadline is not None and time.time() >= float(deadline) - EXPIRY_SLACK:
-        return MachineStatus.EXPIRED
-    return MachineStatus.LOST
-
-
-def _settle(sandbox_id: str, record: dict[str, Any] | None, expires_at: float | None) -> MachineStatus:
-    """The status of a sandbox whose container is gone, written into its ledger ``record`` (in
-    place, and on disk) the first time it is known, with when that was."""
-    status = _ended_status(record, expires_at)
-    if record is not None and record.get("status") != status.value:
-        record.update(status=status.value, ended_at=time.time())
-        write_json(_ledger_dir() / f"{sandbox_id}.json", record)
-    return status
-
-
-def _valid_id(sandbox_id: str) -> bool:
-    """Whether an id read from the engine or the disk has the docker provider's form."""
-    try:
-        check_sandbox_id(sandbox_id, DockerProvider)
-    except SandboxNotFoundError:
-        return False
-    return True
-
-
-def _watch_starter(sandbox_id: str) -> None:
-    """Start the watcher that ends the sandbox if this client dies before ``start()`` finishes
-    (:mod:`seer_docker._watch`); it outlives this process, in a session of its own."""
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "seer_docker._watch", sandbox_id],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-    )
-    # reaped when it ends (soon after start() finishes), not left a zombie of this client
-    threading.Thread(target=proc.wait, name="seer-docker-watch-reaper", daemon=True).start()
-
-
 def _is_local_engine() -> bool:
     host = os.environ.get("DOCKER_HOST", "")
     return not host or host.startswith("unix://")
@@ -179,9 +101,9 @@ def _is_local_engine() -> bool:
 class _Frames:
     """Demultiplexes the exec attach stream: 8-byte headers (stream, 0, 0, 0, size) + payload."""
 
-    def __init__(self, on_data: Any):
+    def __init__(self, pump: OutputPump):
         self._buf = bytearray()
-        self._on_data = on_data
+        self._pump = pump
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -191,11 +113,14 @@ class _Frames:
                 return
             payload = bytes(self._buf[8 : 8 + size])
             del self._buf[: 8 + size]
-            self._on_data(kind, payload)
+            self._pump.feed("stderr" if kind == 2 else "stdout", payload)
 
 
-class DockerMachine(Machine):
+class DockerMachine(ExecMachine):
     """A handle on one sandbox container."""
+
+    procs_dir = f"{RUN_DIR}/procs"
+    ledger = None  # set below, once the provider class exists
 
     def __init__(self, client: DockerClient, container_id: str, labels: Mapping[str, str], secrets_env: Any):
         self._client = client
@@ -209,228 +134,72 @@ class DockerMachine(Machine):
         #: secrets: a dict, or None to read them from the container on first use
         self._secrets: dict[str, str] | None = secrets_env
 
-    # --- helpers ----------------------------------------------------------------------------
-    def _not_running(self) -> SandboxNotRunningError:
-        return SandboxNotRunningError(f"sandbox {self.id} is {self.status().value}")
-
     def _guard(self, exc: Exception) -> None:
         """Re-raise a Docker API error as SandboxNotRunningError when the container is gone."""
         from docker.errors import APIError, NotFound
 
         if isinstance(exc, NotFound) and "container" in str(exc).lower():
-            raise self._not_running() from None
+            raise self.not_running() from None
         if isinstance(exc, APIError) and exc.status_code == 409:
-            raise self._not_running() from None
+            raise self.not_running() from None
         if isinstance(exc, APIError) and self.status() is not MachineStatus.RUNNING:
-            raise self._not_running() from None
+            raise self.not_running() from None
 
-    def _secret_env(self) -> dict[str, str]:
+    def command_env(self) -> dict[str, str]:
+        # the secrets, read from the container's tmpfs by a handle that did not make it
         if self._secrets is None:
-            result = self._exec_raw(["cat", _shell.SECRETS_FILE], env={}, cwd=None, stdin=None)
-            self._secrets = json.loads(result.stdout) if result.ok and result.stdout.strip() else {}
+            code, pump = self.run_pumped(["cat", SECRETS_FILE])
+            out = pump.text("stdout")
+            self._secrets = json.loads(out) if code == 0 and out.strip() else {}
         return self._secrets
 
-    # --- commands -------------------------------------------------------------------------
-    def exec(
-        self,
-        command: Command,
-        *,
-        timeout: float | None = None,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
-        # argv goes through env(1), so a missing program answers 127 as a shell would.
-        argv = ["bash", "-c", command] if isinstance(command, str) else ["env", "--", *command]
-        return self._exec_raw(
-            argv,
-            env={**self._secret_env(), **(env or {})},
-            cwd=self.resolve(cwd) if cwd else self.workdir,
-            stdin=stdin,
-            on_output=on_output,
-            timeout=timeout,
-            text=command_text(command),
-        )
-
-    def _exec_raw(
-        self,
-        argv: list[str],
-        *,
-        env: Mapping[str, str],
-        cwd: str | None,
-        stdin: bytes | None,
-        on_output: OutputCallback | None = None,
-        timeout: float | None = None,
-        text: str | None = None,
-    ) -> ExecResult:
+    # --- what the kit runs on ---------------------------------------------------------------
+    def run(
+        self, argv: list[str], *, env: Mapping[str, str], cwd: str, stdin: bytes | None, pump: OutputPump
+    ) -> int:
         from docker.errors import APIError
 
-        text = text or command_text(argv)
-        started = time.monotonic()
-        token = secrets.token_hex(8)
         try:
             exec_id = self._api.exec_create(
-                self._cid,
-                argv,
-                stdin=stdin is not None,
-                environment={**env, EXEC_MARK: token},
-                workdir=cwd,
+                self._cid, argv, stdin=stdin is not None, environment=dict(env), workdir=cwd
             )["Id"]
             sock = self._api.exec_start(exec_id, socket=True)
         except APIError as exc:
             self._guard(exc)
             raise SandboxError(f"exec in sandbox {self.id} failed: {exc.explanation or exc}") from None
         raw: socket.socket = getattr(sock, "_sock", sock)
-        chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        decoders = {name: codecs.getincrementaldecoder("utf-8")(errors="replace") for name in chunks}
+        raw.settimeout(None)  # blocking: stdin's sendall (another thread) must not time out
+        pending = getattr(raw, "pending", lambda: 0)  # TLS: data already decrypted
 
-        def on_data(kind: int, payload: bytes) -> None:
-            name = "stderr" if kind == 2 else "stdout"
-            piece = decoders[name].decode(payload)
-            if piece:
-                chunks[name].append(piece)
-                if on_output is not None:
-                    on_output(name, piece)
+        def read() -> bytes | None:
+            if not pending() and not select.select([raw], [], [], 0.1)[0]:
+                return None
+            return raw.recv(65536)
 
-        frames = _Frames(on_data)
+        # one multiplexed socket: read on this thread, no hand-off per command
+        pump.read_stream(read, _Frames(pump).feed, close=raw.close, inline=True)
         if stdin is not None:
+            pump.send(stdin, raw.sendall, lambda: raw.shutdown(socket.SHUT_WR))
+        ended: dict[str, Any] = {}
 
-            def feed() -> None:
-                with contextlib.suppress(OSError):
-                    raw.sendall(stdin)
-                with contextlib.suppress(OSError):
-                    raw.shutdown(socket.SHUT_WR)
-
-            threading.Thread(target=feed, daemon=True, name="seer-docker-stdin").start()
-        deadline = None if timeout is None else started + timeout
-        timed_out = False
-        idle_since = time.monotonic()
-        try:
-            while True:
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    timed_out = True
-                    break
-                raw.settimeout(min(1.0, deadline - now) if deadline is not None else 1.0)
-                try:
-                    data = raw.recv(65536)
-                except TimeoutError:
-                    # Quiet for a while: a background child may hold the stream open after the
-                    # command itself ended. Don't wait on it for long (as the local provider).
-                    if time.monotonic() - idle_since > 1.0 and not self._exec_running(exec_id):
-                        self._drain(raw, frames, 2.0)
-                        break
-                    continue
-                if not data:
-                    break
-                idle_since = time.monotonic()
-                frames.feed(data)
-        except BaseException:
-            self._kill_marked(token)
-            with contextlib.suppress(OSError):
-                raw.close()
-            raise
-        if timed_out:
-            self._kill_marked(token)
-            self._drain(raw, frames, 5.0)
-        with contextlib.suppress(OSError):
-            raw.close()
-        for name, decoder in decoders.items():
-            tail = decoder.decode(b"", final=True)
-            if tail:
-                chunks[name].append(tail)
-        stdout, stderr = "".join(chunks["stdout"]), "".join(chunks["stderr"])
-        if timed_out:
-            raise ExecTimeoutError(text, timeout or 0, stdout, stderr)
-        return ExecResult(text, self._exit_code(exec_id), stdout, stderr, time.monotonic() - started)
-
-    @staticmethod
-    def _drain(raw: socket.socket, frames: _Frames, limit: float) -> None:
-        end = time.monotonic() + limit
-        while time.monotonic() < end:
-            raw.settimeout(max(0.05, end - time.monotonic()))
+        def exited(seconds: float) -> bool:
             try:
-                data = raw.recv(65536)
-            except (TimeoutError, OSError):
-                return
-            if not data:
-                return
-            frames.feed(data)
-
-    def _exec_running(self, exec_id: str) -> bool:
-        with contextlib.suppress(Exception):
-            return bool(self._api.exec_inspect(exec_id)["Running"])
-        return False
-
-    def _exit_code(self, exec_id: str) -> int:
-        for _ in range(100):
-            info = self._api.exec_inspect(exec_id)
+                info = self._api.exec_inspect(exec_id)
+            except Exception as exc:  # the container went away under the command
+                ended["error"] = exc
+                return True
             if not info["Running"] and info["ExitCode"] is not None:
-                return int(info["ExitCode"])
-            time.sleep(0.02)
-        raise SandboxError(f"sandbox {self.id}: a command's exit code never came")
-
-    def _kill_marked(self, token: str) -> None:
-        with contextlib.suppress(Exception):
-            self._exec_raw(
-                ["bash", "-c", _shell.KILL_MARKED, "seer", EXEC_MARK, token], env={}, cwd=None, stdin=None
-            )
-
-    def _helper(
-        self, snippet: str, *args: str, env: Mapping[str, str] | None = None, cwd: str | None = None
-    ) -> ExecResult:
-        return self._exec_raw(["bash", "-c", snippet, "seer", *args], env=env or {}, cwd=cwd, stdin=None)
-
-    def start_process(
-        self,
-        command: Command,
-        *,
-        name: str,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> ProcessInfo:
-        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        log = self.log_path(name)
-        result = self._helper(
-            _shell.START,
-            name,
-            log,
-            *argv,
-            env={**self._secret_env(), **(env or {})},
-            cwd=self.resolve(cwd) if cwd else self.workdir,
-        )
-        if result.exit_code == 17:
-            raise ValueError(f"a process named {name!r} is already running in sandbox {self.id}")
-        if not result.ok:
-            raise SandboxError(
-                f"could not start process {name!r} in sandbox {self.id}: {result.output.strip()}"
-            )
-        return ProcessInfo(name, int(result.stdout.split()[-1]), command_text(command), log)
-
-    def process_running(self, name: str) -> bool:
-        try:
-            return self._helper(_shell.RUNNING, name).ok
-        except SandboxNotRunningError:
+                ended["code"] = int(info["ExitCode"])
+                return True
+            time.sleep(min(seconds, 0.02))
             return False
 
-    def stop_process(self, name: str, *, grace: float = 5.0) -> None:
-        with contextlib.suppress(SandboxNotRunningError):
-            self._helper(_shell.STOP, name, f"{grace:g}")
+        pump.wait(exited, drain=5.0)
+        if "code" not in ended:
+            raise self.not_running()
+        return ended["code"]
 
-    # --- files ----------------------------------------------------------------------------
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
-        target = self.resolve(path)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(target.lstrip("/"))
-            info.size = len(data)
-            info.mode = 0o644 if mode is None else mode
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        self._put_archive(buf.getvalue())
-
-    def _put_archive(self, data: bytes) -> None:
+    def put_tar(self, data: bytes) -> None:
         from docker.errors import APIError
 
         try:
@@ -439,7 +208,7 @@ class DockerMachine(Machine):
             self._guard(exc)
             raise SandboxError(f"could not write into sandbox {self.id}: {exc.explanation or exc}") from None
 
-    def _get_archive(self, path: str) -> bytes:
+    def get_tar(self, path: str) -> bytes:
         from docker.errors import APIError, NotFound
 
         try:
@@ -447,45 +216,11 @@ class DockerMachine(Machine):
             return b"".join(stream)
         except NotFound as exc:
             if "no such container" in str(exc).lower():
-                raise self._not_running() from None
+                raise self.not_running() from None
             raise FileNotFoundError(f"{path} (in sandbox {self.id})") from None
         except APIError as exc:
             self._guard(exc)
             raise SandboxError(f"could not read from sandbox {self.id}: {exc.explanation or exc}") from None
-
-    def read_bytes(self, path: str) -> bytes:
-        target = self.resolve(path)
-        with tarfile.open(fileobj=io.BytesIO(self._get_archive(target))) as tar:
-            member = tar.next()
-            if member is None:
-                raise FileNotFoundError(target)
-            if member.isdir():
-                raise IsADirectoryError(target)
-            fh = tar.extractfile(member)
-            if fh is None:  # a link: read what it points at
-                return self.read_bytes(posixpath.join(posixpath.dirname(target), member.linkname))
-            return fh.read()
-
-    def put_dir(self, local_dir: str | Path, remote_dir: str) -> None:
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            tar.add(str(local_dir), arcname=self.resolve(remote_dir).lstrip("/"))
-        self._put_archive(buf.getvalue())
-
-    def get_dir(self, remote_dir: str, local_dir: str | Path) -> None:
-        data = self._get_archive(self.resolve(remote_dir).rstrip("/") + "/.")
-        dest = Path(local_dir)
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            members = []
-            for member in tar.getmembers():
-                # the archive's entries sit under a top folder named after remote_dir
-                _top, _, rest = member.name.partition("/")
-                if not rest:
-                    continue
-                member.name = rest
-                members.append(member)
-            tar.extractall(dest, members=members, filter="data")
 
     def model_cache_dir(self) -> str:
         return HF_MOUNT
@@ -510,7 +245,7 @@ class DockerMachine(Machine):
                 changes=[f"LABEL {LABEL}=snapshot seer.snapshot={snap_id}"],
             )
         except NotFound:
-            raise self._not_running() from None
+            raise self.not_running() from None
         except APIError as exc:
             self._guard(exc)
             raise SandboxError(f"could not snapshot sandbox {self.id}: {exc.explanation or exc}") from None
@@ -533,12 +268,7 @@ class DockerMachine(Machine):
         if container is not None and container.status in _ALIVE_STATES:
             return MachineStatus.RUNNING
         expires_at = float(self._labels.get("seer.expires_at", "0")) or None
-        return _settle(self.id, _ledger_read(self.id), expires_at)
-
-    def start_completed(self) -> None:
-        # The watcher sees the starter gone from the ledger and leaves the sandbox to its timeout.
-        if _ledger_read(self.id) is not None:
-            _ledger_update(self.id, starter=None)
+        return LEDGER.settle(self.id, expires_at)
 
 
 class DockerProvider(Provider):
@@ -586,17 +316,14 @@ class DockerProvider(Provider):
                 )
             )
         gpu_problem = any(p.field.startswith("gpu") or p.field == "provider" for p in problems)
-        if config.gpu is not None and not gpu_problem and _is_local_engine():
-            from seer.providers.local import detect_gpus
-
-            if not detect_gpus():
-                problems.append(
-                    ConfigProblem(
-                        "gpu",
-                        f"gpu={config.gpu!r} asked for, but this Docker host has no NVIDIA GPU "
-                        "(nvidia-smi finds none); use gpu=None for a CPU sandbox",
-                    )
+        if config.gpu is not None and not gpu_problem and _is_local_engine() and not detect_gpus():
+            problems.append(
+                ConfigProblem(
+                    "gpu",
+                    f"gpu={config.gpu!r} asked for, but this Docker host has no NVIDIA GPU "
+                    "(nvidia-smi finds none); use gpu=None for a CPU sandbox",
                 )
+            )
         return problems
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -610,8 +337,7 @@ class DockerProvider(Provider):
             return self._run(client, sandbox_id, tag, spec, options)
         except BaseException:
             self._remove(client, sandbox_id)
-            with contextlib.suppress(OSError):
-                (_ledger_dir() / f"{sandbox_id}.json").unlink()
+            LEDGER.forget(sandbox_id)
             raise
 
     def _image(self, client: DockerClient, spec: MachineSpec, options: DockerOptions, log: Any) -> str:
@@ -686,17 +412,9 @@ class DockerProvider(Provider):
             "seer.model_cache": "private" if spec.private_model_cache else "shared",
         }
         env = {**spec.env, "SEER_WORKDIR": options.workdir, "SEER_SANDBOX_ID": sandbox_id}
-        _ledger_update(
-            sandbox_id,
-            name=spec.name,
-            status=MachineStatus.RUNNING.value,
-            created_at=now,
-            expires_at=now + spec.timeout,
-            labels=spec.labels,
-            workdir=options.workdir,
-            starter=starter_info(),
+        LEDGER.begin(
+            sandbox_id, name=spec.name, timeout=spec.timeout, labels=spec.labels, workdir=options.workdir
         )
-        _watch_starter(sandbox_id)
         kwargs: dict[str, Any] = {}
         if spec.gpu is not None:
             kwargs["device_requests"] = [DeviceRequest(count=spec.gpu_count, capabilities=[["gpu"]])]
@@ -716,23 +434,21 @@ class DockerProvider(Provider):
             init=True,
             network_mode=options.network,
             volumes=self._model_mount(client, options, spec),
-            tmpfs={_shell.RUN_DIR: "mode=0700"},
+            tmpfs={RUN_DIR: "mode=0700"},
             working_dir=options.workdir,
             **kwargs,
         )
         machine = DockerMachine(client, container.id, labels, dict(spec.secrets))
         # Secrets to the tmpfs (for handles attached later); commands get them through exec.
-        machine._exec_raw(
-            ["bash", "-c", f"umask 077 && mkdir -p {_shell.PROCS_DIR} && cat > {_shell.SECRETS_FILE}"],
-            env={},
-            cwd=None,
-            stdin=json.dumps(spec.secrets).encode(),
-        ).check()
+        secrets_file = f"umask 077 && mkdir -p {machine.procs_dir} && cat > {SECRETS_FILE}"
+        code, pump = machine.run_pumped(["bash", "-c", secrets_file], stdin=json.dumps(spec.secrets).encode())
+        if code != 0:
+            raise SandboxError(
+                f"could not write the secrets into sandbox {sandbox_id}: {pump.text('stderr')}"
+            )
         if spec.snapshot is not None:
             # what core keeps under <workdir>/.seer (logs, service state) belongs to the old sandbox
-            machine._exec_raw(
-                ["rm", "-rf", posixpath.join(options.workdir, ".seer")], env={}, cwd=None, stdin=None
-            )
+            machine.run_pumped(["rm", "-rf", posixpath.join(options.workdir, ".seer")])
         return machine
 
     @staticmethod
@@ -763,7 +479,7 @@ class DockerProvider(Provider):
         container = self._find(client, machine_id)
         if container is not None:
             return DockerMachine(client, container["Id"], container["Labels"], None)
-        record = _ledger_read(machine_id)
+        record = LEDGER.read(machine_id)
         if record is None:
             raise SandboxNotFoundError(f"no docker sandbox {machine_id!r}")
         labels = {
@@ -775,58 +491,35 @@ class DockerProvider(Provider):
         return DockerMachine(client, machine_id, labels, {})
 
     def list(self) -> list[MachineInfo]:
-        client = docker_client()
-        out: dict[str, MachineInfo] = {}
-        for container in self._containers(client, SANDBOX_LABEL):
+        live = []
+        for container in self._containers(docker_client(), SANDBOX_LABEL):
             labels = container["Labels"]
             sandbox_id = labels[SANDBOX_LABEL]
-            if not _valid_id(sandbox_id):
+            if not LEDGER.valid(sandbox_id):
                 continue  # a container labelled by someone else: not a sandbox of ours
             expires_at = float(labels.get("seer.expires_at", "0")) or None
             if container["State"] in _ALIVE_STATES:
-                record = _ledger_read(sandbox_id) or {}
-                starting = record.get("starter") and starter_alive(record["starter"])
-                status = MachineStatus.STARTING if starting else MachineStatus.RUNNING
+                status = MachineStatus.RUNNING
             else:
-                status = _ended_status(_ledger_read(sandbox_id), expires_at)
-            out[sandbox_id] = MachineInfo(
-                sandbox_id,
-                self.name,
-                labels.get("seer.name", sandbox_id),
-                status,
-                float(labels.get("seer.created_at", "0")),
-                expires_at,
-                {k: v for k, v in labels.items() if k.startswith("seer.")},
+                status = LEDGER.ended_status(LEDGER.read(sandbox_id), expires_at)
+            live.append(
+                MachineInfo(
+                    sandbox_id,
+                    self.name,
+                    labels.get("seer.name", sandbox_id),
+                    status,
+                    float(labels.get("seer.created_at", "0")),
+                    expires_at,
+                    {k: v for k, v in labels.items() if k.startswith("seer.")},
+                )
             )
-        ledger = _ledger_dir()
-        for path in sorted(ledger.glob("*.json")) if ledger.is_dir() else []:
-            sandbox_id = path.stem
-            if sandbox_id in out or not _valid_id(sandbox_id):
-                continue
-            record = _ledger_read(sandbox_id)
-            if record is None or "created_at" not in record:
-                continue
-            status = _settle(sandbox_id, record, record.get("expires_at"))
-            if time.time() - float(record.get("ended_at", time.time())) > RECORD_TTL:
-                path.unlink(missing_ok=True)
-                continue
-            out[sandbox_id] = MachineInfo(
-                sandbox_id,
-                self.name,
-                record.get("name", sandbox_id),
-                status,
-                float(record["created_at"]),
-                record.get("expires_at"),
-                record.get("labels", {}),
-            )
-        return sorted(out.values(), key=lambda m: m.created_at)
+        # the ledger shows a running one "starting" while its starter lives, and adds ended ones
+        return LEDGER.machines(live)
 
     def terminate(self, machine_id: str) -> None:
         check_sandbox_id(machine_id, DockerProvider)
         client = docker_client()
-        record = _ledger_read(machine_id)
-        if record is not None and record.get("status") in (None, MachineStatus.RUNNING.value):
-            _ledger_update(machine_id, status=MachineStatus.TERMINATED.value, ended_at=time.time())
+        LEDGER.end(machine_id, MachineStatus.TERMINATED)
         container = self._find(client, machine_id)
         if container is not None:
             self._remove(client, container["Id"])
@@ -847,3 +540,7 @@ class DockerProvider(Provider):
                     except APIError as exc:
                         if exc.status_code != 409:  # in use, or has children in use
                             raise
+
+
+#: The ledger of this client's docker sandboxes: ``$SEER_HOME/docker/sandboxes/<id>.json``.
+LEDGER = DockerMachine.ledger = Ledger(DockerProvider)

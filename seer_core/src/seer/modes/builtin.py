@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import tempfile
 import threading
 import time
 import weakref
@@ -73,6 +74,18 @@ del __seer_warm_up
 """
 
 
+#: Where notebook sandboxes keep seer-toolkit's modules, relative to the working directory.
+TOOLKIT_DIR = ".seer/toolkit"
+#: Run (hidden, at start-up) by every kernel when the toolkit is on: its modules become importable
+#: (``from steering_hook import create_steering_hook``), behind anything installed of that name.
+_TOOLKIT_PATH = """\
+import sys as __seer_sys
+if {path!r} not in __seer_sys.path:
+    __seer_sys.path.append({path!r})
+del __seer_sys
+"""
+
+
 class NotebookMode(ExecutionModePlugin):
     """A Jupyter server in the sandbox; sessions get kernels with the configured models loaded.
 
@@ -81,6 +94,8 @@ class NotebookMode(ExecutionModePlugin):
     ``.seer/jupyter`` (nothing from the user's ``~/.jupyter`` or ``~/.ipython`` leaks in) and the
     working directory as its root. When the sandbox has models, every kernel imports what loading
     them needs as it starts, and one kernel is started ahead of time for the first session.
+    With seer-toolkit installed here and the config's ``toolkit`` on, its modules are uploaded to
+    ``.seer/toolkit`` and every kernel finds them on ``sys.path``.
 
     Where the machine comes with its packages installed, the server is started as soon as the
     machine is provisioned (the ``seer_sandbox_provisioned`` hook), so it and that first kernel's
@@ -207,8 +222,12 @@ class _ServerLaunch:
     def write_files(self) -> None:
         # The variables core has set so far (all of them, for a server started again later).
         self._write_kernelspec(dict(self.sandbox.env))
+        toolkit_dir = _install_toolkit(self.sandbox)
+        exec_lines = [_TOOLKIT_PATH.format(path=toolkit_dir)] if toolkit_dir else []
         if self.warm:
-            kernel_config = {"IPKernelApp": {"exec_lines": [_WARM_UP.format(names=self.warm)]}}
+            exec_lines.append(_WARM_UP.format(names=self.warm))
+        if exec_lines:
+            kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
             self.sandbox.write_file(
                 f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
                 json.dumps(kernel_config),
@@ -383,6 +402,24 @@ def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
         sandbox.exec([sandbox.machine.python, "-c", _STOP_KERNELS, runtime_dir], timeout=60)
     except (OSError, SandboxError) as exc:
         log.debug("could not stop the old server's kernels: %s", exc)
+
+
+def _install_toolkit(sandbox: Sandbox) -> str | None:
+    """Upload seer-toolkit's modules into the sandbox for its kernels; the folder they are in, or
+    None when the config turns the toolkit off or seer-toolkit is not installed on this machine."""
+    if not sandbox.config.toolkit:
+        return None
+    try:
+        import seer_toolkit
+    except ImportError:
+        log.info("seer-toolkit is not installed: kernels get no toolkit (pip install 'seer[toolkit]')")
+        return None
+    target = sandbox.machine.resolve(TOOLKIT_DIR)
+    with tempfile.TemporaryDirectory(prefix="seer-toolkit-") as tmp:
+        for library in seer_toolkit.libraries():
+            library.install_into(tmp)
+        sandbox.upload_dir(tmp, target)
+    return target
 
 
 def _warm_modules(sandbox: Sandbox) -> list[str]:

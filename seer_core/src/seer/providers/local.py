@@ -20,7 +20,6 @@ a dead sandbox is never reported as running.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import os
 import re
@@ -29,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,7 +38,6 @@ from filelock import FileLock
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
     ConfigProblem,
-    ExecTimeoutError,
     InvalidSandboxIdError,
     SandboxNotFoundError,
     SandboxNotRunningError,
@@ -64,6 +61,7 @@ from seer.providers.base import (
     Snapshot,
     command_text,
 )
+from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
 from seer.providers.starter import starter_alive, starter_info
 from seer.state import RECORD_TTL, open_private, private_dir, read_json, seer_home, write_json
 
@@ -123,26 +121,6 @@ def _bash() -> str:
 
 def _argv(command: Command) -> list[str]:
     return [_bash(), "-c", command] if isinstance(command, str) else list(command)
-
-
-def detect_gpus() -> list[str]:
-    """Names of the NVIDIA GPUs on this machine (empty without a driver)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return []
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else []
-
-
-def _gpu_matches(wanted: str, found: str) -> bool:
-    family, _, memory = wanted.partition("-")
-    found = found.upper().replace(" ", "")
-    return family.upper() in found and (not memory or memory.upper().replace("GB", "") in found)
 
 
 def _system_package_installed(name: str) -> bool:
@@ -352,62 +330,8 @@ class LocalMachine(Machine):
                 on_output("stderr", message)
             code = 127 if isinstance(exc, FileNotFoundError) else 126
             return ExecResult(text, code, "", message, time.monotonic() - started)
-        chunks: dict[str, list[str]] = {"stdout": [], "stderr": []}
-
-        def pump(stream: Any, name: str) -> None:
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            fd = stream.fileno()
-            while True:
-                data = os.read(fd, 65536)
-                text_chunk = decoder.decode(data, final=not data)
-                if text_chunk:
-                    chunks[name].append(text_chunk)
-                    if on_output is not None:
-                        on_output(name, text_chunk)
-                if not data:
-                    break
-            stream.close()
-
-        pumps = [
-            threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
-            threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True),
-        ]
-        for t in pumps:
-            t.start()
-        if stdin is not None:
-            assert proc.stdin is not None
-
-            def feed() -> None:
-                with contextlib.suppress(BrokenPipeError, OSError):
-                    proc.stdin.write(stdin)  # type: ignore[union-attr]
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()  # type: ignore[union-attr]
-
-            threading.Thread(target=feed, daemon=True).start()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _procs.kill_group(proc.pid)
-            proc.wait()
-            for t in pumps:
-                t.join(timeout=2)
-            raise ExecTimeoutError(
-                text, timeout or 0, "".join(chunks["stdout"]), "".join(chunks["stderr"])
-            ) from None
-        except BaseException:
-            _procs.kill_group(proc.pid)
-            proc.wait()
-            raise
-        # A background grandchild may keep the pipes open; don't wait on it for long.
-        for t in pumps:
-            t.join(timeout=2)
-        return ExecResult(
-            text,
-            proc.returncode,
-            "".join(chunks["stdout"]),
-            "".join(chunks["stderr"]),
-            time.monotonic() - started,
-        )
+        pump = OutputPump(text, timeout=timeout, on_output=on_output)
+        return pump.result(pump_popen(proc, pump, stdin))
 
     def start_process(
         self,
@@ -566,7 +490,7 @@ class LocalProvider(Provider):
         problems = super().check_config(config)
         if config.gpu is not None and not any(p.field.startswith("gpu") for p in problems):
             found = detect_gpus()
-            matching = [g for g in found if _gpu_matches(config.gpu, g)]
+            matching = [g for g in found if gpu_matches(config.gpu, g)]
             if not found:
                 problems.append(
                     ConfigProblem(

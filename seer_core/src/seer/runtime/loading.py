@@ -7,8 +7,9 @@ In the kernel, a model is bound to its ``var_name`` and its tokenizer to
 :func:`tokenizer_var_name` of it: ``tokenizer`` for the default ``model``, ``<var_name>_tokenizer``
 for any other (``model_a`` -> ``model_a_tokenizer``).
 
-Loading is decided here, not by the user (``ModelConfig`` has no loading knobs): the first GPU
-when there is one (``device_map="auto"`` across several), in bfloat16, else the CPU in float32;
+Loading is decided here; the user chooses only ``ModelConfig.dtype`` and ``.device`` (a device
+map), carried in the manifest entry. By default: the first GPU when there is one
+(``device_map="auto"`` across several), in bfloat16, else the CPU in float32;
 a PEFT adapter is applied with ``peft`` on top of its base model. A hidden model's identity is
 scrubbed from everything the loaded objects carry (:func:`scrub_identity`).
 
@@ -53,18 +54,34 @@ def tokenizer_var_name(var_name: str) -> str:
     return "tokenizer" if var_name == "model" else f"{var_name}_tokenizer"
 
 
-def _placement(device: str | None) -> tuple[str, Any, Any]:
-    """``(device, device_map, dtype)`` for loading."""
+#: Device maps that spread a model over whatever devices there are (accelerate decides).
+_SPREAD = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def _placement(device: str | None, dtype: str | None = None) -> tuple[str, Any, Any]:
+    """``(device, device_map, dtype)`` for loading: ``device`` is where the model goes without
+    accelerate (a torch device), ``device_map`` what ``from_pretrained`` gets with it.
+
+    ``device`` and ``dtype`` are the model's ``ModelConfig.device`` / ``.dtype`` (None: seer
+    chooses the GPU when there is one, in bfloat16, else the CPU in float32; ``dtype="auto"``:
+    the checkpoint's own precision)."""
     import torch
 
+    has_gpu = torch.cuda.is_available()
     if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    on_gpu = device.startswith("cuda")
-    dtype = torch.bfloat16 if on_gpu else torch.float32
+        device = "cuda" if has_gpu else "cpu"
     device_map: Any = device
-    if device == "cuda":
+    if device in _SPREAD:
+        device = "cuda" if has_gpu else "cpu"
+    elif device == "cuda":
         device_map = "auto" if torch.cuda.device_count() > 1 else "cuda:0"
-    return device, device_map, dtype
+    if dtype is None:
+        chosen: Any = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    elif dtype == "auto":
+        chosen = "auto"
+    else:
+        chosen = getattr(torch, dtype)
+    return device, device_map, chosen
 
 
 def _accelerate_available() -> bool:
@@ -104,6 +121,31 @@ def _from_pretrained(path: str, device: str, device_map: Any, dtype: Any) -> Any
     return model.to("cuda:0" if device == "cuda" else device)  # type: ignore[arg-type]
 
 
+#: What loading models in the sandbox imports: (module, distribution), in the order checked.
+_LOADING_MODULES = (("torch", "torch"), ("transformers", "transformers"))
+_LOADING_PURPOSE = (
+    "loading the sandbox's models into the kernel (add it to the config's python_packages, or "
+    "install seer's models extra where the sandbox's Python runs: on the local provider, here)"
+)
+
+
+def _require_loading_packages(peft: bool = False) -> None:
+    """Raise :class:`~seer.errors.MissingExtraError` naming the package and the ``models`` extra
+    when torch, transformers (or, for an adapter, peft) is not installed in the sandbox, instead of
+    a bare ``No module named 'transformers'`` from the model-loading cell."""
+    import importlib
+
+    from seer.errors import MissingExtraError
+
+    for module, distribution in (*_LOADING_MODULES, *((("peft", "peft"),) if peft else ())):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            raise MissingExtraError(distribution, "models", _LOADING_PURPOSE, module=module) from None
+
+
 def _has_tokenizer(path: str) -> bool:
     return any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES)
 
@@ -111,16 +153,19 @@ def _has_tokenizer(path: str) -> bool:
 def load_model(entry: Mapping[str, Any], *, device: str | None = None) -> tuple[Any, Any]:
     """Load the model of a manifest ``entry``; return ``(model, tokenizer)``, the model in eval mode.
 
-    ``device`` overrides the choice (``"cpu"``, ``"cuda"``, ``"cuda:1"``); by default the GPU
-    when there is one (``device_map="auto"`` across several GPUs) in bfloat16, else the CPU in
-    float32. For a PEFT adapter (``is_peft``) the base model is loaded from ``base_path`` and the
-    adapter from ``path`` is applied with ``peft``; the tokenizer comes from the adapter's directory
-    when it has one, else from the base's. For a hidden model, :func:`scrub_identity` runs on both.
+    The entry's ``device`` (a device map: ``"auto"``, ``"cpu"``, ``"cuda:1"``) and ``dtype``
+    (``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"``) come from ``ModelConfig``; the
+    ``device`` argument overrides the entry's. By default the GPU when there is one
+    (``device_map="auto"`` across several GPUs) in bfloat16, else the CPU in float32. For a PEFT
+    adapter (``is_peft``) the base model is loaded from ``base_path`` and the adapter from ``path``
+    is applied with ``peft``; the tokenizer comes from the adapter's directory when it has one,
+    else from the base's. For a hidden model, :func:`scrub_identity` runs on both.
     """
+    _require_loading_packages(peft=bool(entry.get("is_peft")))
     from transformers import AutoTokenizer
 
     path = str(entry["path"])
-    device, device_map, dtype = _placement(device)
+    device, device_map, dtype = _placement(device or entry.get("device"), entry.get("dtype"))
     with _quiet_loading():
         if entry.get("is_peft"):
             base_path = entry.get("base_path")
@@ -325,6 +370,15 @@ def _device_text(model: Any) -> str:
     return "unknown"
 
 
+def _dtype_text(model: Any) -> str:
+    """The precision of the model's parameters (``float32``; several listed when they differ)."""
+    with contextlib.suppress(Exception):
+        names = sorted({str(p.dtype).removeprefix("torch.") for p in model.parameters()})
+        if names:
+            return ", ".join(names)
+    return "unknown"
+
+
 def describe(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -> str:
     """The ``model_info_text`` for loaded models (``{var_name: (model, tokenizer, entry)}``)::
 
@@ -335,6 +389,7 @@ def describe(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -> str:
         **model** (google/gemma-2-9b-it)
         - Type: Gemma2ForCausalLM
         - Device: cuda:0
+        - Dtype: bfloat16
         - Parameters: 9.24B
 
         **tokenizer** (google/gemma-2-9b-it)
@@ -355,6 +410,7 @@ def describe(models: Mapping[str, tuple[Any, Any, Mapping[str, Any]]]) -> str:
             f"**{var_name}** ({label})",
             f"- Type: {type(model).__name__}",
             f"- Device: {_device_text(model)}",
+            f"- Dtype: {_dtype_text(model)}",
             f"- Parameters: {format_parameters(params)}",
         ]
         if entry.get("is_peft"):

@@ -700,6 +700,57 @@ class ProviderConformance:
         with pytest.raises(ExecTimeoutError):
             sandbox.exec(["sleep", "60"], timeout=1)
 
+    def test_exec_waits_for_a_command_that_closed_its_output(self, sandbox: Sandbox) -> None:
+        # the output ends long before the command does: its exit code (and deadline) still count
+        result = sandbox.exec("echo early; exec >&- 2>&-; sleep 3; exit 5", timeout=60)
+        assert (result.stdout, result.exit_code) == ("early\n", 5)
+        with pytest.raises(ExecTimeoutError) as info:
+            sandbox.exec("echo early; exec >&- 2>&-; sleep 60", timeout=2)
+        assert info.value.stdout == "early\n"
+
+    def test_exec_on_output_error_stops_the_command(self, sandbox: Sandbox) -> None:
+        token = _token()
+        py = shlex.quote(sandbox.machine.python)
+
+        class Enough(Exception):
+            pass
+
+        def on_output(stream: str, text: str) -> None:
+            if "started" in text:
+                raise Enough
+
+        started = time.monotonic()
+        with pytest.raises(Enough):
+            sandbox.machine.exec(
+                f"echo started; {py} -c 'import time; time.sleep(600)' {token}",
+                on_output=on_output,
+                timeout=20,
+            )
+        assert time.monotonic() - started < 15, "exec went on after on_output raised"
+        wait_for(
+            lambda: not self.live_in_sandbox(sandbox, token),
+            timeout=15,
+            what="the command whose on_output raised to be killed",
+        )
+
+    def test_exec_timeout_spares_background_processes(self, sandbox: Sandbox) -> None:
+        machine = sandbox.machine
+        token = _token()
+        name = f"survivor-{token}"
+        machine.start_process([machine.python, "-c", "import time; time.sleep(600)", token], name=name)
+        try:
+            with pytest.raises(ExecTimeoutError):
+                machine.exec(["sleep", "60"], timeout=1)
+            # a background process outlives the exec that started it and the timeout of another
+            assert machine.process_running(name)
+            assert self.live_in_sandbox(sandbox, token)
+            assert machine.status() is MachineStatus.RUNNING
+            assert sandbox.exec("echo still-usable", timeout=60).stdout == "still-usable\n"
+        finally:
+            machine.stop_process(name, grace=2)
+        assert not machine.process_running(name)
+        assert name in machine.log_names()
+
     # === exec_python ============================================================================
     def test_exec_python(self, sandbox: Sandbox) -> None:
         code = f"import os, sys\nprint(os.environ[{ENV_NAME!r}])\nprint('to-stderr', file=sys.stderr)\n"

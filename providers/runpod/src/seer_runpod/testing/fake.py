@@ -142,7 +142,8 @@ class FakeRunPod:
         self.calls: list[Call] = []
         self.delay = 0.0
         self.boot_delay = 0.0
-        self._lock = threading.RLock()
+        #: guards pods, volumes and calls (the server answers from several threads)
+        self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
         self._schema: Any = None
 
@@ -171,10 +172,10 @@ class FakeRunPod:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                fake._handle(self)
+                fake.handle_request(self)
 
             def do_GET(self) -> None:
-                fake._handle(self)
+                fake.handle_request(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -190,7 +191,7 @@ class FakeRunPod:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-        with self._lock:
+        with self.lock:
             pods = list(self.pods.values())
         for pod in pods:
             self._remove(pod)
@@ -228,13 +229,13 @@ class FakeRunPod:
     # --- what tests read and set ----------------------------------------------------------
     def operations(self) -> list[str]:
         """The root field of every call, in order (``["gpuTypes", "podFindAndDeployOnDemand"]``)."""
-        with self._lock:
+        with self.lock:
             return [name for call in self.calls for name in call.fields]
 
     @property
     def errors(self) -> list[Call]:
         """The calls that failed (refused, invalid or unknown)."""
-        with self._lock:
+        with self.lock:
             return [call for call in self.calls if call.error is not None]
 
     def host(self, pod_id: str) -> SshHost:
@@ -252,7 +253,7 @@ class FakeRunPod:
         """A network volume of the account (a Docker named volume, kept across pods); its id."""
         volume_id = _new_id(10)
         docker_volume = f"seer-runpod-fake-{self.instance}-{volume_id}"
-        with self._lock:
+        with self.lock:
             self.network_volumes[volume_id] = NetworkVolume(
                 volume_id, name, size, data_center_id or self.data_center_id, docker_volume
             )
@@ -276,13 +277,13 @@ class FakeRunPod:
             return None
         if secrets.compare_digest(key, self.api_key):
             return "user"
-        with self._lock:
+        with self.lock:
             for pod in self.pods.values():
                 if pod.terminated_by is None and secrets.compare_digest(key, pod.api_key):
                     return f"pod:{pod.id}"
         return None
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+    def handle_request(self, handler: BaseHTTPRequestHandler) -> None:
         if self.delay:
             time.sleep(self.delay)
         length = int(handler.headers.get("Content-Length") or 0)
@@ -319,7 +320,7 @@ class FakeRunPod:
         self._send(handler, status, {"errors": [{"message": message}]})
 
     def _record(self, fields: tuple[str, ...], caller: str | None, error: str | None) -> None:
-        with self._lock:
+        with self.lock:
             self.calls.append(Call(fields, caller, error, time.time()))
 
     @staticmethod
@@ -428,14 +429,14 @@ class FakeRunPod:
             request=dict(data),
             api_key=f"rpa_pod_{secrets.token_hex(16)}",
         )
-        with self._lock:  # reserve the GPUs before the (slow) container start
+        with self.lock:  # reserve the GPUs before the (slow) container start
             if gpu_type is not None and self._gpus_in_use(gpu_type.id) + count > gpu_type.stock:
                 raise GraphQLFailure(NO_CAPACITY)
             self.pods[pod.id] = pod
         try:
             pod.host = self._realise(pod)
         except BaseException:
-            with self._lock:
+            with self.lock:
                 self.pods.pop(pod.id, None)
             raise
         pod.running_since = pod.status_changed = time.time()
@@ -509,7 +510,7 @@ class FakeRunPod:
                 client.volumes.get(f"seer-runpod-fake-{self.instance}-{pod.id}").remove(force=True)
 
     def terminate(self, pod_id: str, caller: str) -> None:
-        with self._lock:
+        with self.lock:
             pod = self._live_pod(pod_id, caller)
             pod.ran_seconds += pod.uptime()
             pod.running_since = None
@@ -519,7 +520,7 @@ class FakeRunPod:
         self._remove(pod)
 
     def stop(self, pod_id: str, caller: str) -> Pod:
-        with self._lock:
+        with self.lock:
             pod = self._live_pod(pod_id, caller)
             if pod.desired_status == "EXITED":
                 return pod
@@ -532,13 +533,13 @@ class FakeRunPod:
         return pod
 
     def resume(self, pod_id: str, caller: str) -> Pod:
-        with self._lock:
+        with self.lock:
             pod = self._live_pod(pod_id, caller)
             if pod.desired_status == "RUNNING":
                 return pod
         assert pod.host is not None
         pod.host.restart()
-        with self._lock:
+        with self.lock:
             pod.desired_status = "RUNNING"
             pod.running_since = pod.status_changed = time.time()
         return pod
@@ -638,7 +639,7 @@ class _Root:
     def myself(self, info: Any) -> dict[str, Any]:
         self._user_only(info, "myself")
         fake = self.fake
-        with fake._lock:
+        with fake.lock:
             live = [p for p in fake.pods.values() if p.terminated_by is None]
             volumes = list(fake.network_volumes.values())
         return {
@@ -657,7 +658,7 @@ class _Root:
     def gpuTypes(self, info: Any, input: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         self._user_only(info, "gpuTypes")
         wanted = (input or {}).get("id")
-        with self.fake._lock:
+        with self.fake.lock:
             return [self._gpu(g) for g in self.fake.gpu_types.values() if wanted in (None, g.id)]
 
     def _gpu(self, gpu: GpuType) -> dict[str, Any]:

@@ -1,0 +1,233 @@
+"""The provider kit (:mod:`seer.providers.kit`): its pieces on their own, and what it gives a
+provider built on it (the toy provider, tests/plugins/seer-toy-provider).
+
+The kit's machine-level promises (exec, background processes, files, status) are judged by the
+conformance suite, which local, docker and the toy all pass; here: the output pump's deadlines
+over real processes, the ledger's statuses, privacy and expiry, the starter watch ending a toy
+sandbox whose starting client was killed, and the size the kit leaves a provider at.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import secrets
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+from seer.errors import ExecTimeoutError
+from seer.providers import kit
+from seer.providers.base import MachineInfo, MachineStatus, Provider
+from seer.state import RECORD_TTL
+from seer.testing.conformance import live_processes, wait_for
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _popen(script: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        ["bash", "-c", script],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+# --- the output pump ---------------------------------------------------------------------------
+def test_pump_deadline_kills_the_group_and_keeps_partial_output() -> None:
+    token = f"kitpump{secrets.token_hex(4)}"
+    proc = _popen(
+        f"echo partial; echo err >&2; {sys.executable} -c 'import time; time.sleep(600)' {token} & wait"
+    )
+    pump = kit.OutputPump("the command", timeout=1.5)
+    started = time.monotonic()
+    with pytest.raises(ExecTimeoutError) as info:
+        kit.pump_popen(proc, pump)
+    assert time.monotonic() - started < 10
+    assert (info.value.stdout, info.value.stderr, info.value.timeout) == ("partial\n", "err\n", 1.5)
+    wait_for(lambda: not live_processes(token), timeout=10, what="the timed-out command's child to die")
+
+
+def test_pump_does_not_wait_for_a_background_child_holding_the_streams() -> None:
+    token = f"kitlinger{secrets.token_hex(4)}"
+    proc = _popen(f"echo done; {sys.executable} -c 'import time; time.sleep(600)' {token} & exit 3")
+    pump = kit.OutputPump("the command", timeout=60)
+    started = time.monotonic()
+    try:
+        code = kit.pump_popen(proc, pump)
+        assert time.monotonic() - started < 5, "a background child holding stdout held exec up"
+        assert (code, pump.result(code).stdout) == (3, "done\n")
+    finally:
+        for pid in live_processes(token):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_pump_streams_text_and_keeps_raw_bytes() -> None:
+    seen: list[tuple[str, str]] = []
+    proc = _popen(r"printf 'a\303'; sleep 0.3; printf '\251\377z'; printf e >&2")
+    pump = kit.OutputPump("printf", timeout=30, on_output=lambda stream, text: seen.append((stream, text)))
+    result = pump.result(kit.pump_popen(proc, pump))
+    assert pump.data("stdout") == b"a\xc3\xa9\xffz"  # what a file read over exec needs
+    assert result.stdout == "aé\ufffdz" == "".join(t for s, t in seen if s == "stdout")
+    assert result.stderr == "e"
+
+
+def test_pump_feeds_stdin() -> None:
+    data = os.urandom(3 * 1024 * 1024)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, hashlib; print(len(sys.stdin.buffer.read()))"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    pump = kit.OutputPump("count", timeout=60)
+    assert pump.result(kit.pump_popen(proc, pump, data)).stdout == f"{len(data)}\n"
+
+
+# --- GPUs --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("wanted", "found", "matches"),
+    [
+        ("A100", "NVIDIA A100-SXM4-80GB", True),
+        ("A100-80GB", "NVIDIA A100-SXM4-80GB", True),
+        ("A100-40GB", "NVIDIA A100-SXM4-80GB", False),
+        ("H100", "NVIDIA H100 80GB HBM3", True),
+        ("T4", "NVIDIA A10G", False),
+    ],
+)
+def test_gpu_matches(wanted: str, found: str, matches: bool) -> None:
+    assert kit.gpu_matches(wanted, found) is matches
+
+
+def test_local_and_docker_share_the_kit_gpu_check() -> None:
+    from seer.providers import local
+
+    assert local.detect_gpus is kit.detect_gpus
+    # providers never import each other: docker borrowed the check from the local provider
+    for path in (REPO / "providers" / "docker" / "src" / "seer_docker").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "seer.providers.local", f"{path.name} imports the local provider"
+
+
+# --- the ledger --------------------------------------------------------------------------------
+class _Fake(Provider):
+    name: ClassVar[str] = "kit-fake"
+    id_pattern: ClassVar[str] = r"fake-[0-9a-f]{6}"
+
+    def create(self, spec):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def attach(self, machine_id):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def list(self):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+    def terminate(self, machine_id):  # type: ignore[no-untyped-def]
+        raise NotImplementedError
+
+
+def _fake_id() -> str:
+    return f"fake-{secrets.token_hex(3)}"
+
+
+def test_ledger_records_are_private() -> None:
+    ledger = kit.Ledger(_Fake)
+    sandbox_id = _fake_id()
+    ledger.begin(sandbox_id, name="n", timeout=60, labels={"seer.name": "n"}, watch=False, workdir="/w")
+    path = ledger.path(sandbox_id)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert ledger.read(sandbox_id)["workdir"] == "/w"  # type: ignore[index]
+
+
+def test_ledger_tells_how_a_gone_machine_ended() -> None:
+    ledger = kit.Ledger(_Fake)
+    ended, overdue, vanished = _fake_id(), _fake_id(), _fake_id()
+    for sandbox_id in (ended, overdue, vanished):
+        ledger.begin(sandbox_id, name=sandbox_id, timeout=600, labels={}, watch=False)
+    ledger.end(ended)
+    ledger.end(ended, MachineStatus.LOST)  # the first end is the one kept
+    ledger.update(overdue, expires_at=time.time() - 1)
+    assert ledger.status(ended, alive=False) is MachineStatus.TERMINATED
+    assert ledger.status(overdue, alive=False) is MachineStatus.EXPIRED
+    assert ledger.status(vanished, alive=False) is MachineStatus.LOST
+    assert ledger.status(vanished, alive=True) is MachineStatus.RUNNING
+    # once settled, a status stays what it was first seen as
+    ledger.update(vanished, expires_at=time.time() - 1)
+    assert ledger.status(vanished, alive=False) is MachineStatus.LOST
+    assert "ended_at" in ledger.read(vanished)  # type: ignore[operator]
+
+
+def test_ledger_machines_starting_running_ended_and_expired(seer_home: Path) -> None:
+    ledger = kit.Ledger(_Fake)
+    starting, running, gone, old, live = (_fake_id() for _ in range(5))
+    for sandbox_id in (starting, running, gone, old):
+        ledger.begin(sandbox_id, name=sandbox_id, timeout=600, labels={"k": "v"}, watch=False)
+    ledger.started(running)
+    ledger.end(old)
+    ledger.update(old, ended_at=time.time() - RECORD_TTL - 1)
+    (ledger.dir / "not-an-id.json").write_text(json.dumps({"created_at": 1}))
+    found = ledger.machines(
+        [MachineInfo(live, "kit-fake", "live", MachineStatus.RUNNING, time.time())],
+        alive=lambda sandbox_id: sandbox_id in (starting, running),
+    )
+    status = {m.id: m.status for m in found}
+    assert status[starting] is MachineStatus.STARTING  # its starter (this process) lives
+    assert status[running] is MachineStatus.RUNNING
+    assert status[gone] is MachineStatus.LOST
+    assert status[live] is MachineStatus.RUNNING
+    assert old not in status and not ledger.path(old).exists(), "an ended record outlived RECORD_TTL"
+    assert "not-an-id" not in status and (ledger.dir / "not-an-id.json").exists()
+    assert {m.labels.get("k") for m in found if m.id in (starting, running, gone)} == {"v"}
+
+
+# --- a provider built on the kit: the toy ------------------------------------------------------
+def test_toy_provider_is_small() -> None:
+    src = REPO / "tests" / "plugins" / "seer-toy-provider" / "src"
+    lines = sum(len(p.read_text().splitlines()) for p in src.rglob("*.py"))
+    assert lines <= 150, f"the toy provider is {lines} lines; the kit should keep it within 150"
+
+
+_KILLED_START = """
+import sys, time
+from seer_toy_provider import ToyProvider
+from seer.providers.base import MachineSpec
+machine = ToyProvider().create(MachineSpec(name="killed", timeout=600))
+machine.start_process([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[1]], name="bg")
+print(machine.id, flush=True)
+time.sleep(600)
+"""
+
+
+def test_toy_sandbox_ends_when_its_starter_dies() -> None:
+    from seer_toy_provider import LEDGER, ToyProvider
+
+    token = f"kitstarter{secrets.token_hex(4)}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_START, token],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        sandbox_id = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert sandbox_id, "the starting client made no sandbox"
+        assert {m.id: m.status for m in ToyProvider().list()}[sandbox_id] is MachineStatus.STARTING
+        assert live_processes(token)
+    finally:
+        proc.kill()
+        proc.wait()
+    wait_for(lambda: not live_processes(token), timeout=15, what="the half-made sandbox's processes to die")
+    assert ToyProvider().attach(sandbox_id).status() is MachineStatus.LOST
+    assert LEDGER.read(sandbox_id)["starter"] is None  # type: ignore[index]
