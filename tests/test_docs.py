@@ -138,6 +138,7 @@ def test_api_reference_covers_the_public_modules() -> None:
         "seer.modes",
         "seer.modes.expose",
         "seer.providers.base",
+        "seer.providers.kit",
         "seer.testing.conformance",
         "seer.hookspecs",
         "seer.errors",
