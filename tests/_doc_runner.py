@@ -18,8 +18,9 @@ block is one of these, and nothing else; a fence that is none of them fails the 
   a python block runs.
 * **check**: after ``<!-- seer: cloud -->``, ``<!-- seer: gpu -->``, ``<!-- seer: docker -->``
   (needs an engine the test machine may lack), ``<!-- seer: install -->`` (installs packages or
-  runs a whole test or benchmark suite) or ``<!-- seer: synopsis -->`` (a command's usage line,
-  ``seer exec ID [--timeout SECONDS]``), a block is compiled (``bash -n`` for shell) and the
+  runs a whole test or benchmark suite), ``<!-- seer: synopsis -->`` (a command's usage line,
+  ``seer exec ID [--timeout SECONDS]``) or ``<!-- seer: excerpt -->`` (an annotated excerpt of a
+  source file in the repository, which its own tests run), a block is compiled (``bash -n`` for shell) and the
   ``seer`` names it uses must exist: python imports and attributes of seer modules, and every
   ``seer ...`` command line's command and options.
 * **data**: ```json, ```yaml and ```toml blocks are parsed.
@@ -67,7 +68,7 @@ MODEL_SUBSTITUTIONS = {
 _GPU = re.compile(r"\bgpu=\"[^\"]*\"")
 #: ``<!-- seer: KIND [ARGUMENT] -->`` right before a fence.
 _MARK = re.compile(r"<!--\s*seer:\s*(?P<kind>[\w-]+)(?:\s+(?P<arg>\S+))?\s*-->\s*$")
-CHECK_ONLY = ("cloud", "gpu", "docker", "install", "synopsis")
+CHECK_ONLY = ("cloud", "gpu", "docker", "install", "synopsis", "excerpt")
 TEXT = {"text", "markdown", "dockerfile", "mermaid"}
 DATA = {"json", "yaml", "toml"}
 SHELL = {"bash", "sh"}
@@ -217,7 +218,7 @@ def evaluate(example: Example) -> str | None:
     if block.kind == "unmarked":
         return (
             f"{where}: a ```{block.lang or '(no language)'} block is neither run nor marked: give it a "
-            f"language (text for output) or a mark: <!-- seer: cloud|gpu|docker|install|synopsis -->"
+            f"language (text for output) or a mark: <!-- seer: {'|'.join(CHECK_ONLY)} -->"
         )
     if block.kind == "text":
         return None
