@@ -316,6 +316,7 @@ class JupyterClient:
         return f"{self.url}/?token={urllib.parse.quote(self.token)}"
 
     def ws_url(self, path: str) -> str:
+        """The websocket URL of ``path`` on this server (``ws`` or ``wss``, as the server is served)."""
         scheme = "wss" if self._https else "ws"
         netloc = self._host if self._port is None else f"{self._host}:{self._port}"
         return f"{scheme}://{netloc}{self._prefix}{path}"
@@ -393,9 +394,11 @@ class JupyterClient:
         return dict(data)
 
     def sessions(self) -> list[dict[str, Any]]:
+        """The server's sessions (``GET /api/sessions``), as Jupyter returns them."""
         return list(self.call("GET", "/api/sessions"))
 
     def path_exists(self, path: str) -> bool:
+        """Whether ``path`` (a notebook or folder, relative to the server's root) exists on the server."""
         status, _ = self.request("GET", f"/api/contents/{_quote(path)}?content=0")
         return status == 200
 
