@@ -1,4 +1,8 @@
-"""Shared test ground rules.
+"""Shared test ground rules, for every test folder of the workspace (``seer_core/tests``,
+``providers/*/tests``, ``plugins/*/tests``, ``contrib/*/tests`` and the cross-package ``tests/``):
+this conftest sits at the root so each of them gets it, whichever folder pytest is pointed at.
+The shared helpers (``_model_kit``, ``_images``, ...) live in ``tests/``, which pyproject's
+``pythonpath`` puts on ``sys.path``.
 
 * ``SEER_HOME`` points at a fresh directory for the whole run, so tests never touch the user's
   state and every sandbox they start can be found afterwards.

@@ -14,7 +14,7 @@ from seer import ConfigError, ExecutionMode, ExperimentConfig, ModelConfig, Repo
 from seer.providers import local as local_provider
 from seer.providers._local_env import unsatisfied
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(autouse=True)
