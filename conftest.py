@@ -10,6 +10,7 @@ The shared helpers (``_model_kit``, ``_images``, ...) live in ``tests/``, which 
   ``HF_ENDPOINT`` on 127.0.0.1), and ``HF_HOME`` is inside the run's directory, so nothing is
   written to the user's Hugging Face cache.
 * At the end of the run, no local sandbox may still be running: a leak fails the run.
+* Every test is ``unit`` or ``e2e`` (``tests/_test_kinds.py``, loaded here for every folder).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["_test_kinds"]
 
 _HOME = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
 os.environ["SEER_HOME"] = str(_HOME)

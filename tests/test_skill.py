@@ -45,6 +45,8 @@ from seer import skill
 from seer.config import GPU_CATALOGUE, ModelConfig, RepoConfig, SandboxConfig
 from seer.workspace import Skill
 
+pytestmark = pytest.mark.e2e
+
 #: The model ids in the skill's examples, and the tiny offline models the test gives them.
 MODEL_SUBSTITUTIONS = {
     '"google/gemma-2-9b-it"': f'"{MODEL_ID}"',

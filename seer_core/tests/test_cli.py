@@ -21,6 +21,8 @@ from seer.providers.base import Availability, MachineInfo, MachineStatus, Provid
 from seer.providers.local import LocalProvider
 from typer.testing import CliRunner
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def run() -> Callable[..., Any]:
@@ -236,6 +238,7 @@ def test_plugins_shows_third_party_plugins_and_why_a_provider_is_unusable(run, t
     assert "clitest-unavailable" in table and "CLITEST_TOKEN" in table
 
 
+@pytest.mark.e2e
 def test_ls_warns_about_providers_that_cannot_list_and_lists_the_others(run, test_plugin, sandboxes):
     sandbox = sandboxes()
     result = run("ls", "--json")
@@ -328,6 +331,7 @@ def test_exec_rejects_a_malformed_env(run):
 
 
 # --- sandboxes through the CLI ------------------------------------------------------------------
+@pytest.mark.e2e
 def test_ls_shows_running_sandboxes_and_all_shows_terminated_ones(run, sandboxes):
     alive, dead = sandboxes(name="alive-one"), sandboxes(name="dead-one")
     dead.terminate()
@@ -344,6 +348,7 @@ def test_ls_shows_running_sandboxes_and_all_shows_terminated_ones(run, sandboxes
     assert entry["provider"] == "local" and entry["name"] == "alive-one" and entry["expires_at"]
 
 
+@pytest.mark.e2e
 def test_exec_streams_output_and_passes_the_exit_code_through(run, sandboxes):
     sandbox = sandboxes()
     sid = sandbox.sandbox_id
@@ -364,6 +369,7 @@ def test_exec_streams_output_and_passes_the_exit_code_through(run, sandboxes):
     assert (piped.exit_code, piped.stdout) == (0, "42\n")
 
 
+@pytest.mark.e2e
 def test_exec_timeout_exits_124(run, sandboxes):
     sandbox = sandboxes()
     started = time.monotonic()
@@ -373,6 +379,7 @@ def test_exec_timeout_exits_124(run, sandboxes):
     assert result.stdout == "started\n" and "timed out" in result.stderr
 
 
+@pytest.mark.e2e
 def test_exec_in_a_terminated_sandbox_fails_cleanly(run, sandboxes):
     sandbox = sandboxes()
     sandbox.terminate()
@@ -380,6 +387,7 @@ def test_exec_in_a_terminated_sandbox_fails_cleanly(run, sandboxes):
     assert result.exit_code == 1 and "terminated" in result.stderr
 
 
+@pytest.mark.e2e
 def test_logs_shows_background_processes_and_the_providers_own(run, sandboxes):
     sandbox = sandboxes()
     sid = sandbox.sandbox_id
@@ -419,6 +427,7 @@ def test_durations_are_short():
     ]
 
 
+@pytest.mark.e2e
 def test_down_terminates_and_is_idempotent(run, sandboxes):
     first, second = sandboxes(name="first"), sandboxes(name="second")
     result = run("down", first.sandbox_id, second.sandbox_id)
@@ -432,6 +441,7 @@ def test_down_terminates_and_is_idempotent(run, sandboxes):
     assert (again.exit_code, again.stdout) == (0, f"{first.sandbox_id}: already terminated\n")
 
 
+@pytest.mark.e2e
 def test_down_reports_unknown_ids_after_terminating_the_others(run, sandboxes):
     sandbox = sandboxes()
     result = run("down", "local-0000000000", sandbox.sandbox_id)
@@ -460,6 +470,7 @@ def _seer(
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_console_script_up_exec_logs_down(tmp_path):
     config = _write_config(
         tmp_path, "name: cli-e2e\ngpu: null\ntimeout: 120\nexecution_mode: cli\npython_packages: [numpy]\n"
@@ -509,6 +520,7 @@ def test_console_script_up_exec_logs_down(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_console_script_down_all(tmp_path, monkeypatch):
     # A SEER_HOME of its own, so --all cannot reach sandboxes other tests are using; and no docker
     # provider, whose sandboxes are found engine-wide by label, whatever the SEER_HOME.
@@ -536,6 +548,7 @@ def test_console_script_down_all(tmp_path, monkeypatch):
             LocalProvider().terminate(sid)
 
 
+@pytest.mark.e2e
 def test_console_script_bad_config_exits_2_without_traceback(tmp_path):
     config = _write_config(tmp_path, "timeout: 120\ngpu_count: 0\n")
     result = _seer("up", str(config))
@@ -545,6 +558,7 @@ def test_console_script_bad_config_exits_2_without_traceback(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
 def test_python_dash_m_seer():
     result = subprocess.run(
         [sys.executable, "-m", "seer", "--version"], capture_output=True, text=True, timeout=60

@@ -25,6 +25,8 @@ from seer.errors import PluginError, SandboxError
 from seer.execution import create_cli_session
 from seer.state import seer_home
 
+pytestmark = pytest.mark.e2e
+
 HELPERS = '''
 """Helpers the agent imports."""
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from seer import RepoConfig, Sandbox, SandboxConfig
 
+pytestmark = pytest.mark.e2e
+
 
 def _git(repo: Path, *args: str) -> str:
     return subprocess.run(

@@ -10,6 +10,8 @@ from seer import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, Sandb
 from seer.config import GPU_CATALOGUE
 from seer.secrets import read_dotenv, resolve_secrets
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -25,6 +25,10 @@ from seer.errors import MissingSecretError
 from seer.providers import local as local_provider
 from seer.providers.local import LocalProvider
 
+# Unit, though one case (system-package-not-installed-locally) has the local provider ask
+# dpkg-query whether a package is installed: a read-only local query, no sandbox is made.
+pytestmark = pytest.mark.unit
+
 #: Value of $SEER_TEST_SECRET (set in the environment) and of SEER_TEST_DOTENV_SECRET (in .env).
 SECRET_VALUE = "s3cr3t-env-value-5d1c0e"
 DOTENV_SECRET_VALUE = "s3cr3t-dotenv-value-a8f2"

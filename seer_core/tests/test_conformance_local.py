@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from seer.testing import ProviderConformance
+
+pytestmark = pytest.mark.e2e
 
 
 class TestLocalConformance(ProviderConformance):

@@ -16,6 +16,8 @@ from seer import ExecutionMode, Sandbox, SandboxConfig, load_config, plugins
 from seer.errors import ConfigError
 from test_plugins import make_distribution
 
+pytestmark = pytest.mark.unit
+
 #: A mode that leaves a mark in the sandbox it prepares: proof that its hook ran there.
 MARKER_PLUGIN = """
     import seer
@@ -45,6 +47,7 @@ def marker_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: 
 
 
 @pytest.mark.slow
+@pytest.mark.e2e
 def test_third_party_mode_selected_from_a_yaml_config(marker_mode: Path, tmp_path: Path) -> None:
     path = tmp_path / "experiment.yaml"
     path.write_text("name: marker-run\nexecution_mode: marker\ngpu: null\ntimeout: 300\n")
@@ -84,6 +87,7 @@ def test_unknown_mode_says_which_extra_installs_a_known_one(monkeypatch: pytest.
     assert "pip install" not in str(info.value)
 
 
+@pytest.mark.e2e
 def test_builtin_modes_stay_enum_members() -> None:
     """The seeds' API: ``ExecutionMode`` members, equal to their names, found without plugins."""
     config = SandboxConfig(execution_mode="Cli")

@@ -32,6 +32,8 @@ from seer.modes.expose import (
 )
 from seer.rpc.spec import FunctionSpec, ParamSpec, inspect_interface
 
+pytestmark = pytest.mark.unit
+
 INTERFACE = '''\
 """Tools for the tests."""
 
@@ -220,6 +222,7 @@ def test_var_positional_and_var_keyword_parameters():
     ]
 
 
+@pytest.mark.e2e
 def test_the_client_imports_without_the_annotations_modules(tmp_path):
     """``torch`` is made unimportable in the child and ``nonexistent_pkg`` does not exist: the
     module still imports, shows its signatures, and does not import them."""
@@ -242,6 +245,7 @@ def test_the_client_imports_without_the_annotations_modules(tmp_path):
     assert "Extract activations at a specific layer." in out
 
 
+@pytest.mark.e2e
 def test_docstrings_with_control_characters_survive(tmp_path):
     doc = "carriage\rreturn, NUL \x00, tab\tand form feed \x0c"
     spec = FunctionSpec("odd", [], None, doc, "()")
@@ -355,6 +359,7 @@ def test_builtin_expose_modes_register_through_the_hook(fresh_plugins):
     assert "seer_register_expose_modes" in entry.hooks
 
 
+@pytest.mark.e2e
 def test_seer_plugins_lists_the_builtin_expose_modes():
     from seer import cli
     from typer.testing import CliRunner
@@ -436,6 +441,7 @@ def _run(script: str, cwd: Path) -> Any:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.e2e
 def test_library_calls_the_sandbox_and_errors_come_back_as_remote_error(scoped, tmp_path):
     sandbox, interface = scoped
     lib = sandbox.serve(interface, expose_as="library", name="tools")
@@ -476,6 +482,7 @@ def test_library_calls_the_sandbox_and_errors_come_back_as_remote_error(scoped, 
         )
 
 
+@pytest.mark.e2e
 def test_a_script_written_from_the_prompt_alone_works(scoped, tmp_path):
     sandbox, interface = scoped
     text = sandbox.serve(interface, expose_as="prompt", name="prompt_tools")
@@ -494,6 +501,7 @@ def test_a_script_written_from_the_prompt_alone_works(scoped, tmp_path):
     assert out["call"] == {"activations": [0.0, 1.0, 0.0, 0.0], "shape": [4], "layer": 0}  # "text", 0
 
 
+@pytest.mark.e2e
 def test_an_installed_skill_is_used_by_another_process(scoped, tmp_path):
     sandbox, interface = scoped
     skill = sandbox.serve(interface, expose_as="skill", name="skill_tools")

@@ -17,6 +17,8 @@ import pytest
 from seer import Sandbox, SandboxConfig
 from seer.errors import MissingExtraError, SeerError
 
+pytestmark = pytest.mark.unit
+
 pytest.importorskip("jupyter_server")
 
 
@@ -29,6 +31,7 @@ def notebook_sandbox() -> Iterator[Sandbox]:
         sandbox.terminate()
 
 
+@pytest.mark.e2e
 def test_notebook_session_without_websocket_client_names_the_extra(
     notebook_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:

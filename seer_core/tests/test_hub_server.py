@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from seer.testing.hub_server import HubServer, ServedRequest, git_blob_sha1, is_lfs_path, scan_repo
 
+pytestmark = pytest.mark.e2e
+
 hf = pytest.importorskip("huggingface_hub")
 errors = pytest.importorskip("huggingface_hub.errors")
 constants = pytest.importorskip("huggingface_hub.constants")
@@ -82,12 +84,14 @@ def repo_files(root: Path) -> dict[str, bytes]:
 # -- the pieces ------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_git_blob_sha1_matches_git() -> None:
     # `git hash-object` of an empty file and of "hello\n".
     assert git_blob_sha1(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
     assert git_blob_sha1(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
+@pytest.mark.unit
 def test_lfs_rules() -> None:
     assert is_lfs_path("model.safetensors", 10)
     assert is_lfs_path("sub/pytorch_model.bin", 10)
@@ -95,6 +99,7 @@ def test_lfs_rules() -> None:
     assert is_lfs_path("huge.json", 11 * 1024 * 1024)
 
 
+@pytest.mark.unit
 def test_scan_repo_skips_hidden_and_is_deterministic(repo_dir: Path) -> None:
     first, second = scan_repo(repo_dir), scan_repo(repo_dir)
     assert first.commit == second.commit
@@ -106,6 +111,7 @@ def test_scan_repo_skips_hidden_and_is_deterministic(repo_dir: Path) -> None:
     assert first.files["config.json"].etag == git_blob_sha1((repo_dir / "config.json").read_bytes())
 
 
+@pytest.mark.unit
 def test_scan_repo_commit_follows_content(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one")
     before = scan_repo(tmp_path).commit
@@ -113,6 +119,7 @@ def test_scan_repo_commit_follows_content(tmp_path: Path) -> None:
     assert scan_repo(tmp_path).commit != before
 
 
+@pytest.mark.unit
 def test_gated_repo_must_be_served(repo_dir: Path) -> None:
     with pytest.raises(ValueError, match="org/missing"):
         HubServer({"org/model": repo_dir}, gated={"org/missing": "tok"})

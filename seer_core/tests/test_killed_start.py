@@ -24,6 +24,8 @@ from typer.testing import CliRunner
 from tests._killed_start import PausedClient, wait_for
 from tests._model_kit import MODEL_ID
 
+pytestmark = pytest.mark.e2e
+
 #: Bounds a wait for the supervisor to notice (it looks twice a second); generous for a loaded box,
 #: and far below the sandboxes' own 600 s timeout, which is what used to end them.
 PROMPTLY = 30

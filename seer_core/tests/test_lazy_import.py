@@ -22,6 +22,8 @@ from packaging.utils import canonicalize_name
 from seer import SandboxConfig, ScopedSandbox
 from seer.providers.wheel import runtime_requirements
 
+pytestmark = pytest.mark.e2e
+
 CLIENT_SIDE = ("pydantic", "pluggy")
 
 
@@ -51,6 +53,7 @@ def test_import_seer_loads_no_pydantic_until_a_config_is_used() -> None:
     assert seen["version"] and seen["mode"] == "notebook"
 
 
+@pytest.mark.unit
 def test_unknown_attribute_is_an_attribute_error() -> None:
     import seer
 

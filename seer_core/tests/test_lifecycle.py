@@ -23,6 +23,8 @@ from seer.providers import _procs
 from seer.providers.base import MachineStatus
 from seer.providers.local import LocalProvider, sandbox_dir
 
+pytestmark = pytest.mark.e2e
+
 #: Bounds for waits on teardown. They only bound a loop that returns as soon as the condition
 #: holds; they are generous because a loaded 2-core CI box can take seconds to start a supervisor.
 SLOW = 60

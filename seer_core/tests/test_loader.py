@@ -14,6 +14,8 @@ from seer import ConfigError, ExecutionMode, ExperimentConfig, ModelConfig, Repo
 from seer.providers import local as local_provider
 from seer.providers._local_env import unsatisfied
 
+pytestmark = pytest.mark.unit
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -302,6 +304,7 @@ print(outcome)
 
 
 @pytest.mark.parametrize(("levels", "width", "size"), [(7, 9, 440), (9, 10, 1024)])
+@pytest.mark.e2e
 def test_a_yaml_alias_bomb_is_refused_in_under_a_second(
     tmp_path: Path, levels: int, width: int, size: int
 ) -> None:
@@ -445,6 +448,7 @@ def test_example_quickstart_yaml() -> None:
     assert config.preflight(dotenv=None) == {}
 
 
+@pytest.mark.e2e
 def test_example_quickstart_runs_on_the_local_provider() -> None:
     config = load_config(EXAMPLES / "quickstart.yaml")
     with Sandbox(config) as sandbox:

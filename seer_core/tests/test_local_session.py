@@ -20,6 +20,8 @@ from seer.errors import ConfigError, ExecError, ExecTimeoutError
 from seer.execution import create_local_session
 from seer.local_session import LocalSession
 
+pytestmark = pytest.mark.unit
+
 HELPER = '''"""Helpers."""
 
 
@@ -33,6 +35,7 @@ def _workspace(**kwargs: Any) -> Workspace:
     return Workspace(libraries=[Library.from_code(HELPER, name="helpers")], **kwargs)
 
 
+@pytest.mark.e2e
 def test_libraries_import_from_the_workspace_dir(tmp_path):
     work = tmp_path / "work"
     session = create_local_session(workspace=_workspace(), workspace_dir=str(work), name="exp")
@@ -109,6 +112,7 @@ def test_skills_and_local_files_are_installed(tmp_path):
     assert "**notes**: How to take notes." in session.prompt
 
 
+@pytest.mark.e2e
 def test_custom_init_code_runs_once_in_the_workspace_dir(tmp_path):
     ws = _workspace(custom_init_code="import helpers\nopen('init.txt', 'w').write(str(helpers.double(2)))")
     create_local_session(ws, tmp_path)
@@ -261,6 +265,7 @@ def _plain_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
+@pytest.mark.e2e
 def test_pattern_4_plain(tmp_path):
     """Pattern 4 without a model: serve, put the library in a workspace, local code imports it."""
     from seer import SandboxConfig
@@ -289,6 +294,7 @@ def test_pattern_4_plain(tmp_path):
         scoped.terminate()
 
 
+@pytest.mark.e2e
 def test_pattern_4_with_the_tiny_model(tmp_path_factory, worker_id, tmp_path):
     """Seed 004 Pattern 4 as written, with seed 002's interface loading a (tiny) model."""
     from _model_kit import MODEL_ID, hf_home, install_all, tiny_dirs
@@ -331,6 +337,7 @@ def test_pattern_4_with_the_tiny_model(tmp_path_factory, worker_id, tmp_path):
             scoped.terminate()
 
 
+@pytest.mark.e2e
 def test_seed_example_3_mcp_config_in_a_workspace(tmp_path):
     """Seed 004 Example 3: the ``mcp`` expose mode's config given in ``libraries``."""
     from seer import SandboxConfig, plugins

@@ -17,6 +17,8 @@ from _model_kit import HIDDEN_NEEDLES, TinyDirs, hf_home, hidden_hits, install_a
 from seer import Sandbox, SandboxConfig
 from seer.runtime.loading import describe, format_parameters, tokenizer_var_name
 
+pytestmark = pytest.mark.e2e
+
 _SCRIPT = r"""
 import json
 import torch
@@ -196,6 +198,7 @@ class _FakeTokenizer:
         return 256_000
 
 
+@pytest.mark.unit
 def test_describe_format_matches_model_info_text() -> None:
     entry = {"var_name": "model", "name": "google/gemma-2-9b-it", "display_name": "google/gemma-2-9b-it"}
     text = describe({"model": (_FakeModel(), _FakeTokenizer(), entry)})
@@ -214,6 +217,7 @@ def test_describe_format_matches_model_info_text() -> None:
     )
 
 
+@pytest.mark.unit
 def test_parameter_counts_and_tokenizer_names() -> None:
     assert [format_parameters(n) for n in (9_241_705_984, 1_200_000, 12_500, 7)] == [
         "9.24B",

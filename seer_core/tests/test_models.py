@@ -42,6 +42,8 @@ from seer.providers.local import LocalProvider, hf_hub_cache
 from seer.runtime.fetch import select_files
 from seer.runtime.models import env_var_for
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("huggingface_hub")
 
 TOKEN = "hf_test_gated_token"
@@ -58,6 +60,7 @@ def dirs(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> TinyDirs:
 
 
 # --- pure parts -------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_select_files_takes_configs_tokenizer_and_safetensors_only() -> None:
     listing = [
         ".gitattributes",
@@ -101,6 +104,7 @@ def test_select_files_takes_configs_tokenizer_and_safetensors_only() -> None:
     ]
 
 
+@pytest.mark.unit
 def test_select_files_falls_back_to_bin_weights_only_without_safetensors() -> None:
     listing = [
         "config.json",
@@ -138,6 +142,7 @@ def test_local_model_cache_is_where_huggingface_hub_looks(tmp_path: Path) -> Non
         assert hf_hub_cache(env) == os.path.abspath(out.stdout.strip()), env
 
 
+@pytest.mark.unit
 def test_default_model_cache_dir_is_in_the_workdir() -> None:
     from seer.providers.base import Machine
 
@@ -150,12 +155,14 @@ def test_default_model_cache_dir_is_in_the_workdir() -> None:
     assert Bare().model_cache_dir() == "/work/sb/.cache/huggingface/hub"
 
 
+@pytest.mark.unit
 def test_env_var_rule_is_the_configs() -> None:
     for name in ("google/gemma-2-9b", "meta-llama/Llama-2-7b", "org/x.y_z"):
         assert env_var_for(name) == f"MODEL_{ModelConfig(name=name).env_id}_PATH"
     assert env_var_for("google/gemma-2-9b") == "MODEL_GOOGLE_GEMMA_2_9B_PATH"
 
 
+@pytest.mark.unit
 def test_model_handle_round_trips_and_hides_a_hidden_name() -> None:
     plain = ModelHandle(
         name="org/x",

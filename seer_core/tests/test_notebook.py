@@ -30,7 +30,7 @@ pytest.importorskip("jupyter_server")
 pytest.importorskip("websocket")
 nbformat = pytest.importorskip("nbformat")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 MODEL_ID = "seer-testing/tiny-llama"
 

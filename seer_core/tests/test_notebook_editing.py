@@ -23,7 +23,7 @@ pytest.importorskip("jupyter_server")
 pytest.importorskip("websocket")
 nbformat = pytest.importorskip("nbformat")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +248,7 @@ def test_open_refuses_what_it_cannot_continue(session: NotebookSession, sandbox:
     assert not sandbox.exec("ls notebooks/v3.ipynb").ok and not sandbox.exec("ls notebooks/bad.ipynb").ok
 
 
+@pytest.mark.unit
 def test_notebook_helpers() -> None:
     assert check_notebook_path("notebooks/a.ipynb") == "notebooks/a.ipynb"
     for bad in ("", "a.py", ".ipynb", "a/../b.ipynb", "/a.ipynb", 3):

@@ -16,6 +16,8 @@ import pytest
 from seer import plugins
 from seer.errors import PluginError, UnknownPluginError
 
+pytestmark = pytest.mark.unit
+
 
 def make_distribution(root: Path, dist: str, module: str, source: str, ep_name: str | None = None) -> None:
     """Write a module and a dist-info declaring it under the ``seer`` entry-point group."""
@@ -174,6 +176,7 @@ def test_a_registration_without_a_name_is_an_error(site: Path) -> None:
         plugins.execution_modes()
 
 
+@pytest.mark.e2e
 def test_loading_plugins_imports_no_heavy_sdk() -> None:
     """Entry-point modules must import cheaply: no SDK until a provider is used."""
     code = (

@@ -14,6 +14,8 @@ import pytest
 from seer.progress import Progress
 from seer.providers.local import LocalProvider
 
+pytestmark = pytest.mark.e2e
+
 SETUP = """\
 import json
 from seer import Sandbox, SandboxConfig
@@ -76,6 +78,7 @@ def test_seer_up_reports_progress_and_quiet_silences_it(tmp_path: Path) -> None:
     assert stderr == "" and json.loads(stdout)["status"] == "running"
 
 
+@pytest.mark.unit
 def test_a_step_shows_its_output_lines_without_flooding(capsys: pytest.CaptureFixture[str]) -> None:
     """Download and installer output shows under its step (on a pipe: the first line at once,
     then at most one line per UPDATE_INTERVAL), and a failed step says so."""

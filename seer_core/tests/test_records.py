@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 
 from tests._killed_start import wait_for
 
+pytestmark = pytest.mark.e2e
+
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)

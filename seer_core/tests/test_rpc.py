@@ -39,6 +39,8 @@ from seer.rpc import (
 )
 from seer.rpc.spec import parse_annotation
 
+pytestmark = pytest.mark.e2e
+
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 
@@ -175,6 +177,7 @@ def _roundtrip(value: Any, **kw: Any) -> Any:
     "dtype",
     ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64"],
 )
+@pytest.mark.unit
 def test_numpy_arrays_keep_dtype_and_shape(dtype: str) -> None:
     arr = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4)
     for value in (arr, arr[:, ::2, 1:], arr.T, np.asfortranarray(arr), arr[0, 0, 0:0]):
@@ -188,6 +191,7 @@ def test_numpy_arrays_keep_dtype_and_shape(dtype: str) -> None:
     "dtype",
     ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"],
 )
+@pytest.mark.unit
 def test_torch_tensors_keep_dtype_and_shape(dtype: str) -> None:
     t = (torch.arange(60) % 7).to(getattr(torch, dtype)).reshape(3, 4, 5)
     for value in (t, t.transpose(0, 2), t[:, 1:3, ::2], t[0, 0, 0], t[:0]):
@@ -197,6 +201,7 @@ def test_torch_tensors_keep_dtype_and_shape(dtype: str) -> None:
         assert torch.equal(out, value)
 
 
+@pytest.mark.unit
 def test_tensors_without_torch_arrive_as_numpy_and_bfloat16_widens_exactly() -> None:
     t = torch.randn(4, 6).to(torch.bfloat16)
     out = _roundtrip({"t": t, "f": t.float()}, tensors="numpy")
@@ -204,6 +209,7 @@ def test_tensors_without_torch_arrive_as_numpy_and_bfloat16_widens_exactly() -> 
     np.testing.assert_array_equal(out["t"], t.float().numpy())
 
 
+@pytest.mark.unit
 def test_decoded_arrays_share_the_frame_and_are_writable() -> None:
     frame = bytearray(serialize(np.arange(1000, dtype=np.float32)))
     out = deserialize(frame)
@@ -212,11 +218,13 @@ def test_decoded_arrays_share_the_frame_and_are_writable() -> None:
     assert from_bytes.flags.writeable and torch.from_numpy(from_bytes).sum().item() == sum(range(1000))
 
 
+@pytest.mark.unit
 def test_tensor_views_send_only_their_elements() -> None:
     base = torch.zeros(1000, 1000)
     assert len(serialize(base[:2])) < 2 * 1000 * 4 + 512
 
 
+@pytest.mark.unit
 def test_json_types_round_trip() -> None:
     value = {
         "none": None,
@@ -238,12 +246,14 @@ def test_json_types_round_trip() -> None:
     assert type(out["np int"]) is int
 
 
+@pytest.mark.unit
 def test_tuples_and_sets_become_lists() -> None:
     assert _roundtrip((1, (2, 3))) == [1, [2, 3]]
     assert sorted(_roundtrip({3, 1, 2})) == [1, 2, 3]
     assert _roundtrip(frozenset()) == []
 
 
+@pytest.mark.unit
 def test_unserializable_values_are_named_with_where_they_are() -> None:
     class Widget:
         pass
@@ -261,6 +271,7 @@ def test_unserializable_values_are_named_with_where_they_are() -> None:
 
 
 # --- reading interface files ----------------------------------------------------------------------
+@pytest.mark.unit
 def test_specs_describe_the_exposed_functions() -> None:
     info = inspect_interface(INTERFACE, "iface.py")
     assert info.doc == "Functions for the RPC tests."
@@ -298,6 +309,7 @@ def test_specs_describe_the_exposed_functions() -> None:
     assert FunctionSpec.from_dict(json.loads(json.dumps(add.to_dict()))) == add
 
 
+@pytest.mark.unit
 def test_annotations_that_cannot_be_checked_are_shown_not_checked() -> None:
     check = parse_annotation("torch.Tensor")
     assert check.kind == "any" and check.schema() == {"description": "Python type: torch.Tensor"}
@@ -319,6 +331,7 @@ def test_annotations_that_cannot_be_checked_are_shown_not_checked() -> None:
         ("def f():\n    pass\n", 1, "no function is exposed"),
     ],
 )
+@pytest.mark.unit
 def test_bad_interface_files_are_refused_with_file_and_line(source: str, line: int, message: str) -> None:
     with pytest.raises(InterfaceError, match=message) as info:
         inspect_interface(source, "/x/iface.py")
@@ -630,6 +643,7 @@ def test_the_token_is_read_from_a_file_it_deletes_and_is_in_no_environment(
     assert not (server[1].parent / "token").exists()
 
 
+@pytest.mark.unit
 def test_served_interface_round_trips_and_builds_clients() -> None:
     spec = inspect_interface("@expose\ndef f(x: int) -> int:\n    return x\n", "i.py").functions[0]
     served = ServedInterface("tools", "/local/i.py", "http://127.0.0.1:1", "tok", [spec], doc="d")
@@ -652,6 +666,7 @@ def test_a_port_nobody_listens_on_is_a_connection_error() -> None:
         RpcClient(f"http://127.0.0.1:{port}", "t", timeout=5).call("f")
 
 
+@pytest.mark.unit
 def test_module_docs_example_interface_is_valid() -> None:
     example = textwrap.dedent(
         """

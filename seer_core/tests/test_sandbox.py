@@ -18,6 +18,8 @@ from seer.errors import MissingSecretError, SandboxStartError
 from seer.providers.base import MachineStatus
 from seer.providers.local import LocalProvider, sandbox_dir
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def sandboxes():
@@ -60,6 +62,7 @@ def test_secret_from_dotenv_file(sandboxes, monkeypatch, tmp_path):
     assert sb.exec("echo $SEER_DOTENV_SECRET").stdout == "from dotenv\n"
 
 
+@pytest.mark.unit
 def test_missing_secret_fails_before_anything_is_made(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SEER_ABSENT_SECRET", raising=False)
@@ -307,6 +310,7 @@ def test_core_env_reaches_every_command_and_survives_attach(sandboxes):
     assert again.read_file("seen.txt") == "/models/tiny\n"
 
 
+@pytest.mark.unit
 def test_mode_requirements_join_python_packages_unless_named():
     from seer.sandbox import _with_required
 

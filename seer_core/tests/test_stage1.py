@@ -20,6 +20,8 @@ from _model_kit import MODEL_ID, hf_home, install_all, tiny_dirs
 from seer import ConfigError, Sandbox, load_config
 from seer.environment import EnvironmentHandle, setup_environment
 
+pytestmark = pytest.mark.e2e
+
 #: The issue's Stage-1 YAML, word for word.
 STAGE1_YAML = """\
 name: "my-experiment"
@@ -36,6 +38,7 @@ def _load_quietly(path: Path) -> object:
         return load_config(path)
 
 
+@pytest.mark.unit
 def test_the_stage1_yaml_loads_with_one_notice_naming_the_current_fields(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(STAGE1_YAML)
@@ -55,6 +58,7 @@ def test_the_stage1_yaml_loads_with_one_notice_naming_the_current_fields(tmp_pat
     assert (model.name, model.device, model.dtype) == ("google/gemma-2-9b-it", "auto", "bfloat16")
 
 
+@pytest.mark.unit
 def test_an_image_block_maps_onto_packages(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("image:\n  python_packages: [numpy]\n  apt_packages: [git]\n  env: {A: '1'}\n")
@@ -62,6 +66,7 @@ def test_an_image_block_maps_onto_packages(tmp_path: Path) -> None:
     assert (config.python_packages, config.system_packages, config.env) == (["numpy"], ["git"], {"A": "1"})
 
 
+@pytest.mark.unit
 def test_the_current_format_gives_no_notice(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("gpu: A100\ngpu_count: 2\nrepos: [myorg/code]\nmodels: [{name: a/b, dtype: float32}]\n")

@@ -18,7 +18,7 @@ from seer.providers.local import LocalProvider, sandbox_dir
 
 pytest.importorskip("websocket")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SLOW = 60
 
@@ -151,6 +151,7 @@ def _nb(cells: list[str]) -> str:
     return json.dumps({"cells": [{"cell_type": "markdown", "source": c} for c in cells], "nbformat": 4})
 
 
+@pytest.mark.unit
 def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) -> None:
     """Identical: left alone. A notebook the sandbox's copy only extends: brought up to date.
     Anything else: the sandbox's copy is written beside it, and the summary says so."""

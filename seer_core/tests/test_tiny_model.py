@@ -19,6 +19,8 @@ from seer.testing.tiny_model import (
     main,
 )
 
+pytestmark = pytest.mark.unit
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
@@ -253,6 +255,7 @@ def test_adapter_by_repo_id_offline(default_cache: Path, model, tokenizer) -> No
     assert not torch.allclose(peft_logits, plain_logits)
 
 
+@pytest.mark.e2e
 def test_cache_entry_matches_a_real_download(model_dir: Path, tmp_path: Path) -> None:
     """install_in_hub_cache leaves what snapshot_download from a hub leaves: same commit, blobs and links."""
     installed = tmp_path / "installed"

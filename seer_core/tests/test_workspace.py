@@ -16,6 +16,8 @@ from seer import ExecutionMode, Sandbox, SandboxConfig
 from seer.errors import ConfigError
 from seer.workspace import InstalledWorkspace, Library, Skill, Workspace
 
+pytestmark = pytest.mark.unit
+
 HELPERS = '''\
 """Helpers for steering experiments."""
 
@@ -489,6 +491,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.e2e
 def test_install_into_a_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
     installed = full_workspace(tmp_path).install(sandbox)
     assert isinstance(installed, InstalledWorkspace)
@@ -530,6 +533,7 @@ def test_install_into_a_sandbox(sandbox: Sandbox, tmp_path: Path) -> None:
     assert sandbox.read_file("cfg/nested/more.yaml") == "seed: 1\n"
 
 
+@pytest.mark.e2e
 def test_install_takes_a_root_and_absolute_workspace_paths(sandbox: Sandbox, tmp_path: Path) -> None:
     target = f"{sandbox.workdir}/elsewhere/notes.txt"
     ws = Workspace(
@@ -544,6 +548,7 @@ def test_install_takes_a_root_and_absolute_workspace_paths(sandbox: Sandbox, tmp
     assert sandbox.exec(["test", "-d", installed.skills_dir]).exit_code == 0  # there even with no skills
 
 
+@pytest.mark.e2e
 def test_install_local(tmp_path: Path) -> None:
     work = tmp_path / "work"
     installed = full_workspace(tmp_path / "src").install_local(work)

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("mcp")
 pytest.importorskip("seer_mcp")
 np = pytest.importorskip("numpy")
@@ -108,11 +110,13 @@ FUNCTIONS = {
 # --- the expose mode ------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_mcp_expose_mode_is_registered() -> None:
     assert plugins.get_expose_mode("mcp") is McpMode
     assert McpMode.description
 
 
+@pytest.mark.unit
 def test_mcp_config_needs_a_served_interface() -> None:
     with pytest.raises(ConfigError, match="url, token"):
         mcp_config(object())
@@ -121,6 +125,7 @@ def test_mcp_config_needs_a_served_interface() -> None:
 # --- rendering, in-process ------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_array_summary_and_data() -> None:
     arr = np.array([[1.0, 2.0], [np.nan, 4.0]], dtype=np.float32)
     summary = summarize_array(arr)
@@ -131,6 +136,7 @@ def test_array_summary_and_data() -> None:
     assert "data" not in big and "data_omitted" in big and "..." in big["preview"]
 
 
+@pytest.mark.unit
 def test_render_scalars_strings_and_nested_values() -> None:
     assert texts(render("plain text")) == ["plain text"]
     assert texts(render(None)) == ["None"]

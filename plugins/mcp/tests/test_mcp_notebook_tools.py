@@ -30,7 +30,7 @@ from seer.notebook import NotebookSession
 
 nbformat = pytest.importorskip("nbformat")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SERVER = ["-m", "seer_mcp.notebook"]
 #: The tools seer_mcp.notebook_tools adds to the notebook server.

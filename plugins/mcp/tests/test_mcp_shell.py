@@ -18,6 +18,8 @@ from seer.execution import create_cli_session
 from seer.state import seer_home
 from seer_mcp.shell import DEFAULT_TIMEOUT, MAX_OUTPUT, TOOLS
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:

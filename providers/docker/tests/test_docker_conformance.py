@@ -9,6 +9,8 @@ from _docker_kit import docker_config
 from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
+pytestmark = pytest.mark.e2e
+
 
 class TestDockerConformance(ProviderConformance):
     provider_name = "docker"

@@ -25,7 +25,7 @@ from test_scoped import SEED_INTERFACE
 from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
 # The first run builds an image with torch and Jupyter in it: minutes, not seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 #: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
 PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]

@@ -22,7 +22,7 @@ from seer import Sandbox
 from seer.models import name_hmac
 from seer.state import seer_home
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 #: Run by exec_python (its code comes on stdin, so its own command line names nothing): the
 #: processes other than itself whose environment or command line holds a hidden id's part.

@@ -22,7 +22,7 @@ from seer.state import seer_home
 from typer.testing import CliRunner
 
 # The jupyter case needs an image with torch and Jupyter (cached after the first build).
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 #: Bounds the wait for the watcher (it looks twice a second), far below the sandboxes' timeout.
 PROMPTLY = 60

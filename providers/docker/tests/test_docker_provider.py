@@ -23,7 +23,7 @@ from seer.errors import ConfigError
 from seer.progress import Progress
 from seer_docker.provider import DockerProvider
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 class RecordingProgress(Progress):

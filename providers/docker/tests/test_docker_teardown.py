@@ -14,7 +14,7 @@ from _docker_kit import docker_config
 from _teardown_kit import seer_down_from
 from seer import Sandbox
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 NOTEBOOK = {
     "nbformat": 4,
