@@ -2,7 +2,8 @@
 
 lint        ruff check + ruff format --check + lint-imports (the import contracts)
 typecheck   mypy on seer_core/src/seer
-tests       the test command (scripts/test, as README documents), extra arguments go to pytest
+tests       the test command (scripts/test, as README documents), extra arguments go to pytest;
+            ``nox -s tests -- --fast`` runs the unit tests only (``-m unit``, under 2 minutes)
 bench       the benchmarks in tests/bench (scripts/bench): tables printed, bench-results/*.json
 build       wheels and sdists of every released workspace member into dist/
 install_check  build, then install each extra alone from dist/ with the index on (slow; not in CI)
@@ -95,7 +96,8 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite, as README documents it (scripts/test); posargs go to pytest."""
+    """The whole test suite, as README documents it (scripts/test); posargs go to pytest, except
+    ``--fast``, which scripts/test turns into the unit set (``nox -s tests -- --fast``)."""
     install(session, "dev", test_dists=True)
     session.run(
         "bash", "scripts/test", *session.posargs, env={"SEER_PYTHON": venv_python(session)}, external=True
