@@ -24,7 +24,7 @@ from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
-from seer._fieldtext import default_text, type_text
+from seer.config.fieldtext import default_text, type_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

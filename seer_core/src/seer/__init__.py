@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
+    from seer.config.files import load_config
     from seer.errors import (
         ConfigError,
         ExecError,
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
         SeerError,
     )
     from seer.hookspecs import hookimpl
-    from seer.loader import load_config
     from seer.providers.base import ExecResult, Snapshot
     from seer.sandbox import RepoHandle, Sandbox
     from seer.scoped import ScopedSandbox
@@ -57,7 +57,7 @@ _LAZY: dict[str, str] = {
     "Snapshot": "seer.providers.base",
     "Workspace": "seer.workspace",
     "hookimpl": "seer.hookspecs",
-    "load_config": "seer.loader",
+    "load_config": "seer.config.files",
 }
 
 __all__ = [

@@ -83,7 +83,7 @@ def setup_environment(
     provisioned, as is any other config problem. ``name`` defaults to the config's ``name``.
     """
     if isinstance(config, str | os.PathLike):
-        from seer.loader import load_config
+        from seer.config.files import load_config
 
         config = load_config(Path(config))
     if config.execution_mode != ExecutionMode.NOTEBOOK:

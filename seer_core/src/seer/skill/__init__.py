@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from seer._fieldtext import default_text, type_text
+from seer.config.fieldtext import default_text, type_text
 from seer.errors import SeerError
 
 if typing.TYPE_CHECKING:
