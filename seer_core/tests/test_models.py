@@ -38,7 +38,7 @@ from _model_kit import (
 from seer import ModelConfig, Sandbox, SandboxConfig
 from seer.errors import ModelFetchError, SandboxStartError
 from seer.models import ModelHandle, name_hmac
-from seer.providers.local import LocalProvider, hf_hub_cache
+from seer.providers.local.provider import LocalProvider, hf_hub_cache
 from seer.runtime.fetch import select_files
 from seer.runtime.models import env_var_for
 

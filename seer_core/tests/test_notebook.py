@@ -179,7 +179,7 @@ def test_server_failure_names_the_step_and_shows_the_log(monkeypatch: pytest.Mon
 
 def test_server_starts_in_prepare_when_packages_come_later(monkeypatch: pytest.MonkeyPatch) -> None:
     # A machine whose packages are installed by the packages step cannot start Jupyter early.
-    from seer.providers.local import LocalProvider
+    from seer.providers.local.provider import LocalProvider
 
     create = LocalProvider.create
 

@@ -77,7 +77,7 @@ def test_name_collision_names_both_distributions(site: Path) -> None:
         "seer_impostor",
         """
         import seer
-        from seer.providers.local import LocalProvider
+        from seer.providers.local.provider import LocalProvider
 
         class Impostor(LocalProvider):
             name = "local"

@@ -16,7 +16,7 @@ import pytest
 from seer import RepoConfig, Sandbox, SandboxConfig, hookimpl, plugins
 from seer.errors import MissingSecretError, SandboxStartError
 from seer.providers.base import MachineStatus
-from seer.providers.local import LocalProvider, sandbox_dir
+from seer.providers.local.provider import LocalProvider, sandbox_dir
 
 pytestmark = pytest.mark.e2e
 

@@ -35,7 +35,7 @@ ENTRY_POINT_GROUP = "seer"
 
 #: Built-in plugin modules, registered exactly like entry-point plugins.
 BUILTIN_PLUGINS: dict[str, str] = {
-    "local": "seer.providers.local",
+    "local": "seer.providers.local.provider",
     "builtin-modes": "seer.modes.builtin",
 }
 

@@ -15,28 +15,5 @@ stage of config -> provider primitives -> bootstrap steps -> sessions. ``from se
 SandboxConfig`` names the schema's public names, as before the package was split.
 """
 
-from seer.config.schema import (
-    DEFAULT_PROVIDER,
-    GPU_CATALOGUE,
-    ExecutionMode,
-    ExperimentConfig,
-    ModelConfig,
-    RepoConfig,
-    SandboxConfig,
-    format_loc,
-    known_gpu_types,
-    problems_from,
-)
-
-__all__ = [
-    "DEFAULT_PROVIDER",
-    "GPU_CATALOGUE",
-    "ExecutionMode",
-    "ExperimentConfig",
-    "ModelConfig",
-    "RepoConfig",
-    "SandboxConfig",
-    "format_loc",
-    "known_gpu_types",
-    "problems_from",
-]
+from seer.config.schema import *  # noqa: F403
+from seer.config.schema import __all__ as __all__
