@@ -419,7 +419,7 @@ def _internal_helper():
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from seer import SandboxConfig
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
 
     interface = tmp_path_factory.mktemp("iface") / "interface.py"
     interface.write_text(SEED_INTERFACE)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from seer.hookspecs import hookimpl
     from seer.providers.base import ExecResult, Snapshot
     from seer.sandbox import RepoHandle, Sandbox
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
     from seer.workspace import Library, Skill, Workspace
 
     __version__: str
@@ -51,7 +51,7 @@ _LAZY: dict[str, str] = {
     "SandboxConfig": "seer.config",
     "SandboxError": "seer.errors",
     "SandboxStartError": "seer.errors",
-    "ScopedSandbox": "seer.scoped",
+    "ScopedSandbox": "seer.sandbox.scoped",
     "SeerError": "seer.errors",
     "Skill": "seer.workspace",
     "Snapshot": "seer.providers.base",

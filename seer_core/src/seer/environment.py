@@ -24,7 +24,7 @@ from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig
 from seer.errors import ConfigError, ConfigProblem
 from seer.providers.base import Snapshot
 from seer.sandbox import RepoHandle, Sandbox
-from seer.scoped import ScopedSandbox
+from seer.sandbox.scoped import ScopedSandbox
 
 __all__ = [
     "EnvironmentHandle",

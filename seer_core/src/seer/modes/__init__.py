@@ -10,25 +10,11 @@ skill). Both are registered through hooks (``seer_register_execution_modes``,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-if TYPE_CHECKING:
-    from seer.sandbox import Sandbox
+from seer.sandbox.execution_mode import ExecutionModePlugin
 
-
-class ExecutionModePlugin(ABC):
-    """One way for an agent to work with a sandbox."""
-
-    name: ClassVar[str]
-    description: ClassVar[str] = ""
-    #: requirements this mode needs in the sandbox, added to ``python_packages`` unless named there
-    required_packages: ClassVar[list[str]] = []
-
-    def prepare(self, sandbox: Sandbox) -> None:
-        """Called at the end of ``Sandbox.start()``: start what this mode needs in the sandbox.
-
-        The default needs nothing.
-        """
+__all__ = ["ExecutionModePlugin", "ExposeMode"]
 
 
 class ExposeMode(ABC):
