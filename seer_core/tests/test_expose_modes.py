@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from seer import Library, Skill, plugins
 from seer.errors import ConfigError
-from seer.modes import ExposeMode
-from seer.modes.expose import (
+from seer.expose import ExposeMode
+from seer.expose.modes import (
     LibraryMode,
     PromptMode,
     SkillMode,

@@ -18,7 +18,7 @@ import pytest
 from seer import Library, Skill, Workspace
 from seer.errors import ConfigError, ExecError, ExecTimeoutError
 from seer.execution import create_local_session
-from seer.local_session import LocalSession
+from seer.sessions.workdir import LocalSession
 
 pytestmark = pytest.mark.unit
 

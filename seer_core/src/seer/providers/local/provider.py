@@ -42,7 +42,6 @@ from seer.errors import (
     SandboxNotFoundError,
     SandboxNotRunningError,
 )
-from seer.hookspecs import hookimpl
 from seer.ids import check_sandbox_id
 from seer.outputs import KEPT_DIRS, keep_tree, recorded_outputs_dir
 from seer.providers import procs
@@ -681,11 +680,6 @@ def _drop_remains(sandbox: SandboxDir) -> None:
     with contextlib.suppress(OSError):
         if not sandbox.dir.is_symlink() and time.time() - sandbox.dir.stat().st_mtime > 60:
             shutil.rmtree(sandbox.dir, ignore_errors=True)
-
-
-@hookimpl
-def seer_register_providers(register: Any) -> None:
-    register(LocalProvider)
 
 
 def sandbox_dir(sandbox_id: str) -> Path:
