@@ -200,15 +200,15 @@ NotebookWriter = Callable[["NotebookSession", str], None]
 
 def write_notebook(session: NotebookSession, text: str) -> None:
     """The default :data:`NotebookWriter`: ``text`` into the sandbox's notebook file (through the
-    Jupyter contents API for a session without a sandbox object) and the local mirror, replaced
-    atomically so a reader never sees half a notebook."""
+    Jupyter contents API, as a text file, for a session without a sandbox object: the same bytes
+    either way) and the local mirror, replaced atomically so a reader never sees half a notebook."""
     if session.sandbox is not None:
         session.sandbox.write_file(session.notebook_path, text)
     else:
         session.client.call(
             "PUT",
             f"/api/contents/{quote_path(session.notebook_path)}",
-            {"type": "notebook", "format": "json", "content": json.loads(text)},
+            {"type": "file", "format": "text", "content": text},
         )
     mirror = session.local_path
     if mirror is not None:
