@@ -7,7 +7,7 @@ which modules import which; it cannot see *names*. This walks the source trees' 
   module of ``seer`` or a private name from it, or touches an attribute that only seer defines
   with a leading underscore (``sandbox._env``, ``session._save = ...``);
 * no module of core does that with another core module's private names. A private *module*
-  (``seer.providers._procs``) is for the modules of its own package.
+  (``seer.providers._helpers``, say) is for the modules of its own package.
 
 An attribute counts as seer's private name when some core module defines it (a ``_function``,
 ``_Class``, ``self._attr = ...`` or class attribute) and the module using it does not. Uses on
