@@ -278,6 +278,12 @@ CASES = [
         "already used by models[0]",
     ),
     Case(
+        "model-path-variable-clash",
+        {"models": ["org/a-b", {"name": "org/a_b", "var_name": "m2"}]},
+        "models[1].name",
+        "MODEL_ORG_A_B_PATH is also models[0]'s ('org/a-b')",
+    ),
+    Case(
         "var-name-is-another-models-tokenizer",
         {"models": ["gpt2", {"name": "distilgpt2", "var_name": "tokenizer"}]},
         "models[1].var_name",
