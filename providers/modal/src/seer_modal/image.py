@@ -101,7 +101,9 @@ def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel 
             "|| { echo 'seer: the base image needs python3 >= 3.11' >&2; exit 1; }",
             # --system-site-packages: what the base already has (torch in a CUDA image) counts.
             f"RUN python3 -m venv --without-pip --system-site-packages {VENV} && mkdir -p {HF_MOUNT}",
-            f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH PYTHONUNBUFFERED=1",
+            # No PYTHONUNBUFFERED: with it, `python -` (exec_python) misreads long source lines
+            # that reach stdin in pieces, as an exec's stdin does.
+            f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",
         ]
     )
     # uv_pip_install installs into the first python on PATH: the environment above.

@@ -153,13 +153,7 @@ class ModalMachine(ExecMachine):
         pump.read_stream(_chunks(proc.stdout), "stdout")
         pump.read_stream(_chunks(proc.stderr), "stderr")
         if stdin is not None:
-            writer = proc.stdin
-
-            def close() -> None:
-                writer.write_eof()
-                writer.drain()
-
-            pump.send(stdin, writer.write, close)
+            pump.send(stdin, _stdin_writer(proc.stdin), lambda: _close_stdin(proc.stdin))
         try:
             pump.wait(done.wait, drain=5.0)
         except modal.exception.Error as exc:
@@ -227,6 +221,30 @@ class ModalMachine(ExecMachine):
         except (modal.exception.NotFoundError, SandboxError):
             alive = False
         return LEDGER.status(self.id, alive=alive, expires_at=self.expires_at)
+
+
+#: The most stdin the SDK buffers before a drain (it refuses more); below its 16 MiB limit.
+STDIN_CHUNK = 8 * 1024 * 1024
+
+
+def _stdin_writer(writer: Any) -> Any:
+    """Write stdin into the SDK's buffer, draining it (one round trip) before it overflows; what
+    is left is sent with the end-of-file, so small input costs one round trip in all."""
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while len(view) > STDIN_CHUNK:
+            writer.write(view[:STDIN_CHUNK])
+            writer.drain()
+            view = view[STDIN_CHUNK:]
+        writer.write(view)
+
+    return write
+
+
+def _close_stdin(writer: Any) -> None:
+    writer.write_eof()
+    writer.drain()
 
 
 def _chunks(stream: Any) -> Any:
