@@ -132,7 +132,9 @@ def test_seed_notebook_flow(
 
 
 @pytest.fixture(scope="module", params=["default", "gpu"])
-def scoped(request: pytest.FixtureRequest, fake_modal: FakeModal, hub: Any, volume: str) -> Iterator[Any]:
+def scoped(
+    request: pytest.FixtureRequest, fake_modal: FakeModal, hub: Any, volume: str, counters: dict[str, int]
+) -> Iterator[Any]:
     from seer import ScopedSandbox
 
     config = modal_config(
@@ -147,8 +149,8 @@ def scoped(request: pytest.FixtureRequest, fake_modal: FakeModal, hub: Any, volu
     sandbox = ScopedSandbox(config)
     try:
         sandbox.start(name=f"scoped-modal-{request.param}")
-        # The notebook flow's image and models, found again.
-        assert fake_modal.layers_built == layers and hub.bytes_served == downloaded
+        if layers > counters["layers"]:  # an earlier start of this module made the image and models
+            assert fake_modal.layers_built == layers and hub.bytes_served == downloaded
         yield sandbox
     finally:
         sandbox.terminate()
