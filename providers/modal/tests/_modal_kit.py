@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from seer.config import SandboxConfig
+from seer_modal.testing import LOCAL_PIP_OPTIONS
 
-#: How ``uv pip install`` finds packages on this machine: the local wheels and package mirrors
-#: (the base image carries them), PyPI through the machine's TLS proxy for the rest.
-PIP_OPTIONS = os.environ.get(
-    "SEER_MODAL_TEST_PIP_OPTIONS",
-    "--system-certs --find-links /opt/wheels "
-    "--extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple",
-)
+#: How ``uv pip install`` finds packages on this machine (the fake's base image's wheels and mirrors).
+PIP_OPTIONS = LOCAL_PIP_OPTIONS
 
 
 def modal_config(**changes: Any) -> SandboxConfig:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
@@ -24,11 +25,17 @@ from seer_modal.options import ModalOptions
 from seer_modal.provider import LEDGER, ModalProvider
 from seer_modal.tunnels import pick_tunnel_ports, tunnel_url
 
+#: The image ``modal.Image.from_id`` gives in these tests.
+KNOWN = SimpleNamespace(object_id="im-built")
+
 
 def signed(real: Callable[..., Any], result: Any = None) -> mock.MagicMock:
     """A mock that raises TypeError, as the real method would, for arguments its signature does
     not accept, and records the calls it does."""
     signature = inspect.signature(real)
+    params = list(signature.parameters.values())
+    if params and params[0].name == "cls":  # a wrapped classmethod shows its cls: called on the class
+        signature = signature.replace(parameters=params[1:])
 
     def check(*args: Any, **kwargs: Any) -> Any:
         signature.bind(*args, **kwargs)
@@ -53,19 +60,21 @@ def sdk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, mock.Magic
     monkeypatch.setenv("MODAL_TOKEN_ID", "ak-unit")
     monkeypatch.setenv("MODAL_TOKEN_SECRET", "as-unit")
     sandbox = mock.MagicMock(object_id="sb-" + "a" * 22)
-    image = mock.MagicMock(name="image")
+    image = mock.MagicMock(name="image", object_id="im-built")
     mocks = {
         "lookup": signed(modal.App.lookup, mock.MagicMock(app_id="ap-unit")),
         "create": signed(modal.Sandbox.create, sandbox),
         "from_name": signed(modal.Volume.from_name, "volume"),
         "from_dict": signed(modal.Secret.from_dict, "secret"),
         "image": image,
+        "from_id": signed(modal.Image.from_id, KNOWN),
     }
     monkeypatch.setattr(modal.App, "lookup", mocks["lookup"])
     monkeypatch.setattr(modal.Sandbox, "create", mocks["create"])
     monkeypatch.setattr(modal.Volume, "from_name", mocks["from_name"])
     monkeypatch.setattr(modal.Secret, "from_dict", mocks["from_dict"])
-    monkeypatch.setattr(provider, "sandbox_image", lambda spec, options: image)
+    monkeypatch.setattr(modal.Image, "from_id", mocks["from_id"])
+    monkeypatch.setattr(provider, "sandbox_image", lambda spec, options, wheel=None: image)
     monkeypatch.setattr(provider, "_apps", {})
     monkeypatch.setattr(LEDGER, "_watch", lambda sandbox_id: None)  # no starter watch process
     return mocks
@@ -99,6 +108,25 @@ def test_create_asks_modal_for_what_the_spec_says(sdk: dict[str, mock.MagicMock]
     assert [int(p) for p in tags["seer.tunnels"].split(",")] == kwargs["encrypted_ports"]
     assert len(kwargs["encrypted_ports"]) == 3
     assert "s3cret" not in repr(tags)
+
+
+def test_a_built_image_is_named_by_id_next_time(sdk: dict[str, mock.MagicMock]) -> None:
+    ModalProvider().create(_spec())
+    assert sdk["create"].call_args.kwargs["image"] is sdk["image"]  # the layers, resolved by Modal
+    sdk["from_id"].assert_not_called()
+    ModalProvider().create(_spec())
+    sdk["from_id"].assert_called_once_with("im-built")  # one call instead of one per layer
+    assert sdk["create"].call_args.kwargs["image"] is KNOWN
+    # an id Modal no longer knows is forgotten, and the layers are resolved again
+    made = sdk["create"].side_effect
+
+    def gone_once(*args: Any, **kwargs: Any) -> Any:
+        sdk["create"].side_effect = made
+        raise modal.exception.NotFoundError("image im-built not found")
+
+    sdk["create"].side_effect = gone_once
+    ModalProvider().create(_spec())
+    assert sdk["create"].call_args.kwargs["image"] is sdk["image"]
 
 
 def test_hidden_models_get_no_shared_volume(sdk: dict[str, mock.MagicMock]) -> None:

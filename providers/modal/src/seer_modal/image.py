@@ -13,19 +13,25 @@ start; the layers go from what changes least to what changes most, so a change r
    changes whenever seer's source does, and then only this layer is built again.
 
 Secrets never go into a layer: they reach the sandbox at creation (``modal.Secret.from_dict``).
+
+Resolving the chain costs one round trip per layer even when Modal has them all; so the built
+image's id is remembered on the client (:class:`ImageCache`, by the definition's inputs and the
+Modal server and token), and a later start with the same definition names it in one call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import shlex
 import subprocess
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import SandboxError
 from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
-from seer.state import seer_home
+from seer.state import read_json, seer_home, write_json
 
 if TYPE_CHECKING:
     from seer.config import RepoConfig
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
 
     from seer_modal.options import ModalOptions
 
-__all__ = ["HF_MOUNT", "PYTHON", "VENV", "sandbox_image"]
+__all__ = ["HF_MOUNT", "PYTHON", "VENV", "ImageCache", "sandbox_image"]
 
 #: The sandbox's Python environment.
 VENV = "/opt/seer/venv"
@@ -122,3 +128,62 @@ def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel 
         ],
         context_files={f"/{wheel.filename}": str(wheel.path)},
     )
+
+
+#: Bump when the layers' shape changes, so ids remembered by an older seer are not reused.
+RECIPE = "1"
+
+
+class ImageCache:
+    """The ids of sandbox images this client had Modal build: ``$SEER_HOME/modal/images.json``.
+
+    The key is everything the layers are made from (packages, base, options, the runtime wheel's
+    hash) plus the Modal server and token id, since an image id means nothing to another
+    workspace. A config whose base is a repository's Dockerfile is not remembered (the key would
+    need the checkout). An id Modal no longer knows is forgotten by the caller, who builds again.
+    """
+
+    @property
+    def path(self) -> Any:
+        return seer_home() / "modal" / "images.json"
+
+    @staticmethod
+    def key(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel) -> str | None:
+        if spec.snapshot is not None or any(r.dockerfile for r in spec.repos):
+            return None
+        remote = any(not r.clone_url.startswith(("/", "file://")) for r in spec.repos)
+        parts = [
+            RECIPE,
+            os.environ.get("MODAL_SERVER_URL", ""),
+            os.environ.get("MODAL_TOKEN_ID", ""),
+            os.environ.get("MODAL_PROFILE", ""),
+            spec.python_packages,
+            sorted(spec.system_packages),
+            remote,
+            options.image,
+            options.python_version,
+            options.pip_options,
+            options.workdir,
+            wheel.sha256,
+        ]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def _read(self) -> dict[str, str]:
+        with contextlib.suppress(OSError, ValueError):
+            data = read_json(self.path)
+            if isinstance(data, dict):
+                return {str(k): str(v) for k, v in data.items()}
+        return {}
+
+    def get(self, key: str | None) -> str | None:
+        return None if key is None else self._read().get(key)
+
+    def put(self, key: str | None, image_id: str | None) -> None:
+        if key is None:
+            return
+        data = self._read()
+        if image_id:
+            data[key] = image_id
+        else:
+            data.pop(key, None)
+        write_json(self.path, data)

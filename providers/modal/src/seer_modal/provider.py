@@ -47,10 +47,11 @@ from seer.providers.base import (
     Snapshot,
 )
 from seer.providers.kit import ExecMachine, Ledger, OutputPump
+from seer.providers.wheel import runtime_wheel
 
 from seer_modal.credentials import credentials_problem
 from seer_modal.gpus import MAX_GPU_COUNT, MODAL_GPUS, modal_gpu
-from seer_modal.image import HF_MOUNT, PYTHON, sandbox_image
+from seer_modal.image import HF_MOUNT, PYTHON, ImageCache, sandbox_image
 from seer_modal.options import ModalOptions, default_app
 from seer_modal.tunnels import PICK, RELAY, STATE_DIR, pick_tunnel_ports, tunnel_url
 
@@ -67,6 +68,9 @@ _PREFIX = "modal-"
 
 _apps_lock = threading.Lock()
 _apps: dict[str, Any] = {}
+#: The SDK's handles of the sandboxes this process made or found, by seer id: reused rather than
+#: looked up again (``from_id`` is a round trip, and a handle caches its command router).
+_handles: dict[str, Any] = {}
 
 
 def _app(name: str, *, create: bool = True) -> modal.App | None:
@@ -84,6 +88,17 @@ def _app(name: str, *, create: bool = True) -> modal.App | None:
 
 def _modal_id(sandbox_id: str) -> str:
     return check_sandbox_id(sandbox_id, ModalProvider)[len(_PREFIX) :]
+
+
+def _handle(sandbox_id: str) -> modal.Sandbox:
+    """The SDK's handle of a sandbox: the one this process has, else ``Sandbox.from_id`` (which
+    raises ``modal.exception.NotFoundError`` for an id Modal does not know)."""
+    import modal
+
+    found = _handles.get(sandbox_id)
+    if found is None:
+        found = _handles[sandbox_id] = modal.Sandbox.from_id(_modal_id(sandbox_id))
+    return found
 
 
 def _sdk_error(what: str, exc: BaseException) -> SandboxError:
@@ -119,7 +134,7 @@ class ModalMachine(ExecMachine):
         with self._lock:
             if self._sandbox is None:
                 try:
-                    self._sandbox = modal.Sandbox.from_id(_modal_id(self.id))
+                    self._sandbox = _handle(self.id)
                 except modal.exception.NotFoundError:
                     raise self.not_running() from None
             return self._sandbox
@@ -216,6 +231,9 @@ class ModalMachine(ExecMachine):
     def status(self) -> MachineStatus:
         import modal
 
+        record = LEDGER.read(self.id)
+        if record and record.get("status") == MachineStatus.TERMINATED.value:
+            return MachineStatus.TERMINATED  # this client ended it: no need to ask Modal
         try:
             alive = self.sandbox().poll() is None
         except (modal.exception.NotFoundError, SandboxError):
@@ -319,7 +337,10 @@ class ModalProvider(Provider):
         sandbox_id = None
         try:
             app = _app(options.app_name)
-            image = sandbox_image(spec, options)
+            wheel = runtime_wheel()
+            key = IMAGES.key(spec, options, wheel)
+            known = IMAGES.get(key)
+            image = modal.Image.from_id(known) if known else sandbox_image(spec, options, wheel)
             volumes = {}
             if not spec.private_model_cache:
                 volumes[HF_MOUNT] = modal.Volume.from_name(options.model_volume, create_if_missing=True)
@@ -335,22 +356,36 @@ class ModalProvider(Provider):
                 "seer.tunnels": ",".join(map(str, ports)),
             }
             spec.report(f"creating a Modal sandbox in app {options.app_name!r}")
-            made = modal.Sandbox.create(
-                app=app,
-                image=image,
-                secrets=[modal.Secret.from_dict(env)],
-                volumes=volumes,
-                timeout=spec.timeout,
-                workdir=options.workdir,
-                gpu=modal_gpu(spec.gpu, spec.gpu_count),
-                cpu=options.cpu,
-                memory=options.memory,
-                region=options.region,
-                cloud=options.cloud,
-                tags=tags,
-                encrypted_ports=ports,
-            )
+
+            def make(image: Any) -> modal.Sandbox:
+                return modal.Sandbox.create(
+                    app=app,
+                    image=image,
+                    secrets=[modal.Secret.from_dict(env)],
+                    volumes=volumes,
+                    timeout=spec.timeout,
+                    workdir=options.workdir,
+                    gpu=modal_gpu(spec.gpu, spec.gpu_count),
+                    cpu=options.cpu,
+                    memory=options.memory,
+                    region=options.region,
+                    cloud=options.cloud,
+                    tags=tags,
+                    encrypted_ports=ports,
+                )
+
+            try:
+                made = make(image)
+            except modal.exception.NotFoundError:
+                if not known:
+                    raise
+                IMAGES.put(key, None)  # Modal no longer has it: build (or find) it again
+                image = sandbox_image(spec, options, wheel)
+                made = make(image)
+            if not known:
+                IMAGES.put(key, image.object_id)
             sandbox_id = f"{_PREFIX}{made.object_id}"
+            _handles[sandbox_id] = made
             LEDGER.begin(sandbox_id, name=spec.name, timeout=spec.timeout, labels=spec.labels, **tags)
             machine = ModalMachine(sandbox_id, tags, made)
             if spec.snapshot is not None:
@@ -370,10 +405,10 @@ class ModalProvider(Provider):
     def attach(self, machine_id: str) -> ModalMachine:
         import modal
 
-        modal_id = _modal_id(machine_id)
+        _modal_id(machine_id)
         record = LEDGER.read(machine_id)
         try:
-            sandbox = modal.Sandbox.from_id(modal_id)
+            sandbox = _handle(machine_id)
             tags = record if record and "seer.workdir" in record else sandbox.get_tags()
         except modal.exception.NotFoundError:
             if record is None:
@@ -382,7 +417,7 @@ class ModalProvider(Provider):
         except modal.exception.Error as exc:
             raise _sdk_error(f"could not find modal sandbox {machine_id}", exc) from None
         if tags.get(MANAGED_TAG) != "sandbox" and record is None:
-            raise SandboxNotFoundError(f"modal sandbox {modal_id} is not one of seer's")
+            raise SandboxNotFoundError(f"modal sandbox {machine_id} is not one of seer's")
         return ModalMachine(machine_id, tags, sandbox)
 
     def list(self) -> list[MachineInfo]:
@@ -416,10 +451,10 @@ class ModalProvider(Provider):
     def terminate(self, machine_id: str) -> None:
         import modal
 
-        modal_id = _modal_id(machine_id)
+        _modal_id(machine_id)
         LEDGER.end(machine_id, MachineStatus.TERMINATED)
         try:
-            modal.Sandbox.from_id(modal_id).terminate()
+            _handle(machine_id).terminate()
         except modal.exception.NotFoundError:
             pass  # unknown or long gone: terminate is idempotent
 
@@ -428,5 +463,7 @@ class ModalProvider(Provider):
         the SDK has no call that deletes one."""
 
 
+#: The ids of the images this client had Modal build (``$SEER_HOME/modal/images.json``).
+IMAGES = ImageCache()
 #: The ledger of this client's modal sandboxes: ``$SEER_HOME/modal/sandboxes/<id>.json``.
 LEDGER = ModalMachine.ledger = Ledger(ModalProvider)

@@ -26,12 +26,8 @@ STATE_DIR = "/tmp/.seer-tunnels"
 #: Tunnel ports are drawn from here: below Linux's ephemeral range, above well-known services.
 _PORT_RANGE = (20000, 32000)
 
-#: ``python -c RELAY <listen port> <target port>``: relay every connection to 127.0.0.1:<target>;
-#: exit after the target has not listened for 30 s (or never did, within 10 minutes).
-RELAY = r"""
-import asyncio, sys, time
-listen, target = int(sys.argv[1]), int(sys.argv[2])
-
+#: Whether a TCP port of the sandbox has a listener (from /proc: no tools needed in the image).
+_LISTENING = r"""
 def listening(port):
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -44,6 +40,13 @@ def listening(port):
             if len(f) > 3 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
                 return True
     return False
+"""
+
+#: ``python -c RELAY <listen port> <target port>``: relay every connection to 127.0.0.1:<target>;
+#: exit after the target has not listened for 30 s (or never did, within 10 minutes).
+RELAY = _LISTENING + r"""
+import asyncio, sys, time
+listen, target = int(sys.argv[1]), int(sys.argv[2])
 
 async def pipe(reader, writer):
     try:
@@ -86,22 +89,9 @@ asyncio.run(main())
 
 #: ``python -c PICK <state dir> <target port> <tunnel port>...``: print the tunnel port relaying to
 #: the target, starting a relay on a free tunnel port if none does; exit 3 if every one is busy.
-PICK = r"""
+PICK = _LISTENING + r"""
 import json, os, subprocess, sys, time
 state, target, ports, relay = sys.argv[1], int(sys.argv[2]), [int(p) for p in sys.argv[4:]], sys.argv[3]
-
-def listening(port):
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(name) as fh:
-                rows = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            f = row.split()
-            if len(f) > 3 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
 
 def alive(pid):
     try:

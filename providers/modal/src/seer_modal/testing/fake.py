@@ -33,12 +33,21 @@ from seer_modal.testing.engine import DockerEngine, engine_problem
 from seer_modal.testing.router import Router
 from seer_modal.testing.state import FakeState
 
-__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "FakeModal"]
+__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "LOCAL_PIP_OPTIONS", "FakeModal"]
 
 log = logging.getLogger(__name__)
 
 #: The local image every Modal registry image (``debian_slim``, ``from_registry``...) maps onto.
 DEFAULT_BASE_IMAGE = os.environ.get("SEER_MODAL_FAKE_BASE_IMAGE", "seer-test-base:bookworm")
+#: Options for ``uv pip install`` (seer-modal's ``provider_options["pip_options"]``) with which a
+#: build on the local base image finds packages as its pip does: uv reads no pip configuration, so
+#: name the wheels folder and package mirrors the base image carries, and use the system's
+#: certificates (a TLS-intercepting proxy) for the rest.
+LOCAL_PIP_OPTIONS = os.environ.get(
+    "SEER_MODAL_FAKE_PIP_OPTIONS",
+    "--system-certs --find-links /opt/wheels "
+    "--extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple",
+)
 #: The image builder version the fake's environment announces (the SDK's newest stable one).
 BUILDER_VERSION = "2026.10"
 
