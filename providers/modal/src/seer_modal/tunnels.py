@@ -44,7 +44,9 @@ def listening(port):
 
 #: ``python -c RELAY <listen port> <target port>``: relay every connection to 127.0.0.1:<target>;
 #: exit after the target has not listened for 30 s (or never did, within 10 minutes).
-RELAY = _LISTENING + r"""
+RELAY = (
+    _LISTENING
+    + r"""
 import asyncio, sys, time
 listen, target = int(sys.argv[1]), int(sys.argv[2])
 
@@ -86,10 +88,13 @@ async def main():
 
 asyncio.run(main())
 """
+)
 
 #: ``python -c PICK <state dir> <target port> <tunnel port>...``: print the tunnel port relaying to
 #: the target, starting a relay on a free tunnel port if none does; exit 3 if every one is busy.
-PICK = _LISTENING + r"""
+PICK = (
+    _LISTENING
+    + r"""
 import json, os, subprocess, sys, time
 state, target, ports, relay = sys.argv[1], int(sys.argv[2]), [int(p) for p in sys.argv[4:]], sys.argv[3]
 
@@ -134,6 +139,7 @@ for port in ports:
 print(f"every tunnel port of this sandbox is in use ({', '.join(map(str, ports))})", file=sys.stderr)
 sys.exit(3)
 """
+)
 
 
 def pick_tunnel_ports(count: int) -> list[int]:
