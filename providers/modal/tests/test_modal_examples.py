@@ -6,9 +6,10 @@ on the GPU-request path (the SDK's older create calls; the fake runs it on CPU).
 the seeds' but for ``provider="modal"`` and what this machine needs: the tiny model served by a
 hub-compatible server on 127.0.0.1, torch from the local CPU wheel, packages from local mirrors.
 
-Every sandbox here builds the same image (the notebook mode's packages are the scoped sandboxes'
-too), so only the first start builds layers: each later one must build none and, the model
-Volume being shared, download 0 bytes.
+Every sandbox here uses the same image (the notebook mode's packages are the scoped sandboxes'
+too), so only the module's first start may build layers (none when an earlier fake on the engine
+built them: the session's fakes keep their layers, as Modal does) and downloads the model into
+the module's own Volume: each later start must build no layer and download 0 bytes.
 """
 
 from __future__ import annotations
@@ -59,9 +60,20 @@ def volume() -> str:
 
 
 @pytest.fixture(scope="module")
-def counters(fake_modal: FakeModal, hub: Any) -> dict[str, int]:
-    """Layers built and bytes downloaded before the module's first start."""
-    return {"layers": fake_modal.layers_built, "bytes": hub.bytes_served}
+def starts() -> list[str]:
+    """The sandboxes this module has started, in order: a start after the first must build no
+    image layer and download no model byte."""
+    return []
+
+
+def _check_cached(fake: FakeModal, hub: Any, starts: list[str], before: tuple[int, int]) -> None:
+    """The start just made built and downloaded only if it was the module's first."""
+    layers, downloaded = before
+    if starts:  # the image and the model were there already: nothing built, nothing downloaded
+        assert fake.layers_built == layers, f"a start after {starts} built image layers"
+        assert hub.bytes_served == downloaded, f"a start after {starts} downloaded model bytes"
+    else:  # the first start fetched the model into the module's own, empty Volume
+        assert hub.bytes_served > downloaded
 
 
 def _options(volume: str) -> dict[str, str]:
@@ -85,7 +97,7 @@ def _started(fake: FakeModal, before: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("path", ["default", "gpu"])
 def test_seed_notebook_flow(
-    path: str, fake_modal: FakeModal, hub: Any, volume: str, counters: dict[str, int], tmp_path: Path
+    path: str, fake_modal: FakeModal, hub: Any, volume: str, starts: list[str], tmp_path: Path
 ) -> None:
     from seer.notebook import NotebookSession
     from seer_modal.provider import ModalProvider
@@ -121,11 +133,8 @@ def test_seed_notebook_flow(
         assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
         where = session.exec("import os; print(os.environ['SEER_SANDBOX_ID'])")
         assert where.stdout.strip() == f"modal-{started[0]}", "the kernel runs in the sandbox"
-        if path == "default":  # the module's first start: it built the image, fetched the model
-            assert fake_modal.layers_built > counters["layers"] and hub.bytes_served > counters["bytes"]
-        else:  # a second start of the same image and models: nothing built, nothing downloaded
-            assert fake_modal.layers_built == layers, "a second start built image layers"
-            assert hub.bytes_served == downloaded, "a second start downloaded model bytes"
+        _check_cached(fake_modal, hub, starts, (layers, downloaded))
+        starts.append(f"notebook-{path}")
     finally:
         for modal_id in started:
             ModalProvider().terminate(f"modal-{modal_id}")
@@ -133,7 +142,7 @@ def test_seed_notebook_flow(
 
 @pytest.fixture(scope="module", params=["default", "gpu"])
 def scoped(
-    request: pytest.FixtureRequest, fake_modal: FakeModal, hub: Any, volume: str, counters: dict[str, int]
+    request: pytest.FixtureRequest, fake_modal: FakeModal, hub: Any, volume: str, starts: list[str]
 ) -> Iterator[Any]:
     from seer import ScopedSandbox
 
@@ -149,8 +158,8 @@ def scoped(
     sandbox = ScopedSandbox(config)
     try:
         sandbox.start(name=f"scoped-modal-{request.param}")
-        if layers > counters["layers"]:  # an earlier start of this module made the image and models
-            assert fake_modal.layers_built == layers and hub.bytes_served == downloaded
+        _check_cached(fake_modal, hub, starts, (layers, downloaded))
+        starts.append(f"scoped-{request.param}")
         yield sandbox
     finally:
         sandbox.terminate()
@@ -173,10 +182,13 @@ def _agent(code: str, cwd: Path) -> Any:
 def test_seed_interface_in_four_expose_modes(
     scoped: Any, fake_modal: FakeModal, interface: Path, tmp_path: Path
 ) -> None:
+    """One serve, as seed 002 does it: the four exposures share one server (and its token), so
+    the RPC client and every mode's agent below talk to the same interface process."""
     from seer.rpc import ServedInterface
 
+    exposed = scoped.serve(interface, expose_as=["library", "mcp", "prompt", "skill"], name="tools")
     # RPC: the served URL is a tunnel of the sandbox
-    served = scoped.serve(interface, expose_as=None)
+    served = scoped.served["tools"]
     assert isinstance(served, ServedInterface) and served.sandbox_id == scoped.sandbox_id
     record = fake_modal.state.sandboxes[scoped.sandbox_id.removeprefix("modal-")]
     assert (record.gpu, record.version) == (("A100-40GB", 1) if scoped.config.gpu else (None, 2))
@@ -185,28 +197,26 @@ def test_seed_interface_in_four_expose_modes(
     assert out["layer"] == 1 and out["shape"][1] == 64
 
     # library: the agent imports it
-    library = scoped.serve(interface, expose_as="library", name="tools")
-    library.install_into(tmp_path / "lib")
+    exposed["library"].install_into(tmp_path / "lib")
     got = _agent(
         "import json, tools; print(json.dumps(tools.get_activations('hi', layer=0)))", tmp_path / "lib"
     )
     assert got["layer"] == 0
 
     # prompt: a script written from the prompt text alone
-    text = scoped.serve(interface, expose_as="prompt", name="prompt_tools")
+    text = exposed["prompt"]
     snippet = re.findall(r"```python\n(.*?)```", text, re.DOTALL)[0]
-    call = re.search(r"Call: `(prompt_tools\.call\(\"get_activations\".*?)`", text)
+    call = re.search(r"Call: `(tools\.call\(\"get_activations\".*?)`", text)
     assert call is not None, text
     got = _agent(snippet + f"\nimport json\nprint(json.dumps({call.group(1)}))\n", tmp_path)
     assert got["layer"] == 0 and got["shape"][1] == 64
 
     # skill: SKILL.md's own example, from its folder
-    skill = scoped.serve(interface, expose_as="skill", name="skill_tools")
-    folder = skill.install_into(tmp_path / "skills")
+    folder = exposed["skill"].install_into(tmp_path / "skills")
     example = re.findall(r"```python\n(.*?)```", (folder / "SKILL.md").read_text(), re.DOTALL)[0]
     example = example.replace("<this skill's folder>", str(folder))
     example = re.sub(
-        r"print\((skill_tools\.get_activations\(.*?\))\)", r"import json; print(json.dumps(\1))", example
+        r"print\((tools\.get_activations\(.*?\))\)", r"import json; print(json.dumps(\1))", example
     )
     assert _agent(example, tmp_path)["layer"] == 0
 
@@ -214,7 +224,7 @@ def test_seed_interface_in_four_expose_modes(
     pytest.importorskip("seer_mcp")
     from _mcp_client import McpClient, server_env
 
-    config = dict(scoped.serve(interface, expose_as="mcp", name="mcp_tools"))
+    config = dict(exposed["mcp"])
     with McpClient(config["args"], server_env(config["env"]), command=config["command"]) as client:
         assert {t.name for t in client.tools()} >= {"get_activations", "get_activations_tensor"}
         result = client.call("get_activations", {"prompt": "hi", "layer": 1})
