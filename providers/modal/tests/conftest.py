@@ -8,28 +8,10 @@ Without the modal SDK installed (seer-modal not installed), nothing here is coll
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-
-# Run alone, these tests get the ground rules of seer's own tests/conftest.py: a SEER_HOME of their
-# own, no model hub, and seer's shared test helpers (the tiny model, the seed examples) importable.
-_TESTS = Path(__file__).resolve().parents[3] / "tests"
-if "SEER_HOME" not in os.environ or "seer-test-home-" not in os.environ["SEER_HOME"]:
-    _HOME = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
-    os.environ["SEER_HOME"] = str(_HOME)
-    os.environ["HF_HOME"] = str(_HOME / "hf-home")
-    os.environ["SEER_OUTPUTS_DIR"] = str(_HOME / "outputs")
-os.environ["HF_HUB_OFFLINE"] = "1"
-for _name in ("HF_HUB_CACHE", "HF_TOKEN", "SEER_PROVIDER", "SEER_LOAD_PLUGINS", "SEER_DISABLE_PLUGINS"):
-    os.environ.pop(_name, None)
-if _TESTS.is_dir() and str(_TESTS) not in sys.path:
-    sys.path.append(str(_TESTS))
 
 if importlib.util.find_spec("modal") is None or importlib.util.find_spec("seer_modal") is None:
     collect_ignore_glob = ["test_*.py"]

@@ -10,7 +10,7 @@ from seer.testing import ProviderConformance
 from seer_modal.testing import FakeModal
 
 # Every test talks to the fake (the provider's availability needs its credentials in the environment).
-pytestmark = pytest.mark.usefixtures("fake_modal", "no_leaked_sandboxes")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("fake_modal", "no_leaked_sandboxes")]
 
 
 class TestModalConformance(ProviderConformance):

@@ -33,7 +33,12 @@ from test_scoped import SEED_INTERFACE
 from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
 # The first start builds an image with torch and Jupyter in it: minutes, not seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200), pytest.mark.usefixtures("no_leaked_sandboxes")]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+    pytest.mark.usefixtures("no_leaked_sandboxes"),
+]
 
 #: What a model-loading sandbox installs (torch: the local CPU wheel), then what notebook mode
 #: and the model fetcher add, in the order core adds them: the notebook and the scoped sandboxes

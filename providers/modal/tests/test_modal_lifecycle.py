@@ -24,7 +24,7 @@ from seer.errors import ConfigError
 from seer.providers.base import MachineStatus
 from seer_modal.testing import FakeModal
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
 
 #: Starts a sandbox, prints its id, and waits to be killed.
 STARTER = """

@@ -13,10 +13,13 @@ import pytest
 from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SEER_MODAL_LIVE") != "1",
-    reason="live Modal tests: set SEER_MODAL_LIVE=1 (and Modal credentials) to run them",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        os.environ.get("SEER_MODAL_LIVE") != "1",
+        reason="live Modal tests: set SEER_MODAL_LIVE=1 (and Modal credentials) to run them",
+    ),
+]
 
 
 class TestModalLiveConformance(ProviderConformance):

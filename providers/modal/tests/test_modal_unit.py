@@ -25,6 +25,8 @@ from seer_modal.options import ModalOptions
 from seer_modal.provider import LEDGER, ModalProvider
 from seer_modal.tunnels import pick_tunnel_ports, tunnel_url
 
+pytestmark = pytest.mark.unit
+
 #: The image ``modal.Image.from_id`` gives in these tests.
 KNOWN = SimpleNamespace(object_id="im-built")
 
@@ -217,6 +219,7 @@ def test_tunnel_urls_and_ports() -> None:
     assert len(set(ports)) == 6 and all(20000 <= p < 32000 for p in ports)
 
 
+@pytest.mark.e2e  # a fresh interpreter: a subprocess
 def test_importing_the_entry_point_does_not_import_modal() -> None:
     import subprocess
     import sys
