@@ -396,6 +396,10 @@ class DockerEngine:
         for container in self.containers():
             with contextlib.suppress(APIError):
                 self.remove(str(container.id))
+        # A removal already under way (a sandbox that just ended) holds its image a moment longer.
+        deadline = time.monotonic() + 10
+        while self.containers() and time.monotonic() < deadline:
+            time.sleep(0.2)
         for volume in self.client.volumes.list(filters={"label": f"{FAKE_LABEL}={self.instance}"}):
             with contextlib.suppress(NotFound, APIError):
                 volume.remove(force=True)
