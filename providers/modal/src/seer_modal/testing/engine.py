@@ -190,12 +190,18 @@ class ExecProcess:
             self._on_exit(self._exit_code())
 
     def _drain(self, frames: _Frames) -> None:
-        end = time.monotonic() + 0.5
-        while time.monotonic() < end:
-            self._raw.settimeout(0.1)
+        """Read what the engine still forwards after the command ended, until the stream ends or
+        a second has passed (a background child may hold it open). The engine can report the
+        command ended before it has copied its last output, under load by more than 0.1 s: a
+        pause is no end of output, so only the stream's end or the deadline stop the reading."""
+        end = time.monotonic() + 1.0
+        while (left := end - time.monotonic()) > 0:
+            self._raw.settimeout(min(0.1, left))
             try:
                 data = self._raw.recv(1 << 16)
-            except (TimeoutError, OSError):
+            except TimeoutError:
+                continue
+            except OSError:
                 return
             if not data:
                 return
