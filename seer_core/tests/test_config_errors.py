@@ -22,8 +22,8 @@ import pytest
 from seer import ConfigError, Sandbox, SandboxConfig, load_config, plugins
 from seer.config import GPU_CATALOGUE, ModelConfig
 from seer.errors import MissingSecretError
-from seer.providers import local as local_provider
-from seer.providers.local import LocalProvider
+from seer.providers.local import provider as local_provider
+from seer.providers.local.provider import LocalProvider
 
 # Unit, though one case (system-package-not-installed-locally) has the local provider ask
 # dpkg-query whether a package is installed: a read-only local query, no sandbox is made.

@@ -1,4 +1,4 @@
-"""The supervisor of one local sandbox: ``python -m seer.providers._supervisor SANDBOX_DIR``.
+"""The supervisor of one local sandbox: ``python -m seer.providers.local.supervisor SANDBOX_DIR``.
 
 Started detached by the local provider, it outlives the client. It waits until the sandbox's
 deadline passes or it is sent SIGTERM (``terminate()``), then tears the sandbox down (every
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from seer.errors import SandboxNotFoundError
 from seer.providers.base import MachineStatus
-from seer.providers.local import SandboxDir
+from seer.providers.local.provider import SandboxDir
 
 
 def main(sandbox_dir: str) -> int:

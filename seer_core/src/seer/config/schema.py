@@ -998,8 +998,8 @@ class SandboxConfig(_Strict):
         or cannot be used here; :class:`~seer.errors.MissingSecretError` when secrets are the only
         problem. Nothing is provisioned.
         """
+        from seer.config.secrets import resolve_secrets
         from seer.plugins import get_provider_class
-        from seer.secrets import resolve_secrets
 
         name = self.provider_name
         try:
