@@ -1,14 +1,57 @@
 """The seer-ssh tests run real paramiko against real OpenSSH in a container (``SshHost``).
 
-One ``ssh_host`` serves the whole session (it skips, saying why, without a Docker engine).
-Without paramiko or seer-ssh installed, nothing here is collected.
+One ``ssh_host`` serves the whole session (it skips, saying why, without a Docker engine); the
+provider's tests share one more, ``box``, whose sessions get the client's pip settings (the local
+wheel folder), so sandboxes there install packages as the client would. ``SEER_HOME`` is a fresh
+folder for the run unless seer's own tests/conftest.py made one already. Without paramiko or
+seer-ssh installed, nothing here is collected.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 if importlib.util.find_spec("paramiko") is None or importlib.util.find_spec("seer_ssh") is None:
     collect_ignore_glob = ["test_*.py"]
 else:
     from seer_ssh.testing.pytest_plugin import ssh_host  # noqa: F401  (the fixture)
+
+    if "seer-test-home-" not in os.environ.get("SEER_HOME", ""):
+        _home = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
+        os.environ["SEER_HOME"] = str(_home)
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["HF_HOME"] = str(_home / "hf-home")
+        os.environ["SEER_OUTPUTS_DIR"] = str(_home / "outputs")
+        for name in (
+            "HF_HUB_CACHE",
+            "HF_TOKEN",
+            "SEER_PROVIDER",
+            "SEER_LOAD_PLUGINS",
+            "SEER_DISABLE_PLUGINS",
+        ):
+            os.environ.pop(name, None)
+    # seer's shared test helpers (_model_kit, the seed examples) live in the repository's tests/
+    _shared = Path(__file__).resolve().parents[3] / "tests"
+    if _shared.is_dir() and str(_shared) not in sys.path:
+        sys.path.append(str(_shared))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+    from _ssh_kit import Box
+
+    @pytest.fixture(scope="session")
+    def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
+        """The remote host the provider's tests share, and how to make configs for it."""
+        from seer_ssh.testing.host import SshHost, engine_problem
+
+        problem = engine_problem()
+        if problem:
+            pytest.skip(f"no SSH test host here: {problem}")
+        with SshHost(env=Box.host_env()) as host:
+            yield Box(host, tmp_path_factory.mktemp("ssh-box"))
