@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,8 @@ class Box:
         self.hosts_file = folder / "ssh-hosts.toml"
         self.hosts_file.write_text(
             "[hosts.box]\n"
-            + "".join(f"{k} = {v!r}\n" for k, v in self.options().items() if k != "host")
-            + f"host = {host.host!r}\n"
+            # JSON's strings, numbers and booleans are TOML's too
+            + "".join(f"{k} = {json.dumps(v)}\n" for k, v in self.options().items())
         )
 
     @staticmethod

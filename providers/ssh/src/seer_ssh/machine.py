@@ -150,7 +150,9 @@ class SshMachine(ExecMachine):
             chan.close()
         if code == _GONE_CODE and pump.text("stderr").strip() == _GONE:
             raise self.not_running()
-        if code == -1:
+        if code == -1:  # the channel closed with no exit status: the connection dropped
+            if pump.kill is not None:
+                pump.kill()
             raise self._lost(argv)
         return code
 

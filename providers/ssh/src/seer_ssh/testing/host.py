@@ -100,7 +100,7 @@ import os, sys
 user = sys.argv[1]
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
     except OSError:
         continue
     if cmd.startswith((f"sshd: {user} ", f"sshd: {user}@")):
@@ -115,7 +115,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if os.stat(f"/proc/{pid}").st_uid != uid:
             continue
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
     except OSError:
         continue
     if cmd and not cmd.startswith("sshd:") and str(os.getpid()) != pid:
@@ -142,7 +142,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
         if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
             print(pid, cmd)
     except OSError:
         continue
