@@ -212,7 +212,10 @@ def test_services_stay_on_the_remote_loopback(box: Box, sandbox: Sandbox) -> Non
             [
                 sys.executable,
                 "-c",
-                f"from seer import Sandbox; print(Sandbox.attach({sandbox.sandbox_id!r}).machine.expose_port({port}))",
+                "import sys; from seer import Sandbox; "
+                "print(Sandbox.attach(sys.argv[1]).machine.expose_port(int(sys.argv[2])))",
+                sandbox.sandbox_id,
+                str(port),
             ],
             capture_output=True,
             text=True,

@@ -98,9 +98,10 @@ LogLevel VERBOSE
 _SESSIONS = r"""
 import os, sys
 user = sys.argv[1]
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
     except OSError:
         continue
     if cmd.startswith((f"sshd: {user} ", f"sshd: {user}@")):
@@ -110,12 +111,13 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 #: Lists the processes running as one user, sshd's own excluded (pid and command line).
 _USER_PROCESSES = r"""
 import os, pwd, sys
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 uid = pwd.getpwnam(sys.argv[1]).pw_uid
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if os.stat(f"/proc/{pid}").st_uid != uid:
             continue
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
     except OSError:
         continue
     if cmd and not cmd.startswith("sshd:") and str(os.getpid()) != pid:
@@ -127,6 +129,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 _TCP_CLIENTS = r"""
 import os, sys
 port = int(sys.argv[1])
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 inodes = set()
 for table in ("/proc/net/tcp", "/proc/net/tcp6"):
     try:
@@ -142,7 +145,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
         if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").replace(b"\n", b" ").decode().strip()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
             print(pid, cmd)
     except OSError:
         continue
