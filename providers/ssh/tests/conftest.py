@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,13 @@ else:
             pytest.skip(f"no SSH test host here: {problem}")
         with SshHost(env=Box.host_env()) as host:
             yield Box(host, tmp_path_factory.mktemp("ssh-box"))
+
+    @pytest.fixture(scope="module")
+    def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+        """The tiny model served on 127.0.0.1 (host networking lets the host reach it)."""
+        from _model_kit import MODEL_ID, tiny_dirs
+        from seer.testing.hub_server import HubServer
+
+        dirs = tiny_dirs(tmp_path_factory, "master")
+        with HubServer({MODEL_ID: dirs.model}) as server:
+            yield server

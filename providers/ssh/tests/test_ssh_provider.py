@@ -337,14 +337,3 @@ def test_second_start_downloads_nothing_and_reuses_the_environment(box: Box, hub
     assert cache_after == cache_bytes
     assert any("is there: reused" in line for line in second_progress.lines), second_progress.lines
     assert not any(line.startswith("building a Python environment") for line in second_progress.lines)
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The tiny model served on 127.0.0.1 (host networking lets the host reach it)."""
-    from _model_kit import MODEL_ID, tiny_dirs
-    from seer.testing.hub_server import HubServer
-
-    dirs = tiny_dirs(tmp_path_factory, "master")
-    with HubServer({MODEL_ID: dirs.model}) as server:
-        yield server
