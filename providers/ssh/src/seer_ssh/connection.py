@@ -246,6 +246,8 @@ class Connection:
             raise SandboxError(
                 f"`{command[:80]}` on {self.options.address} took over {timeout:g} s"
             ) from None
+        except (OSError, EOFError, _ssh_exception()) as exc:
+            raise ConnectionLost(f"the connection to {self.options.address} dropped: {exc}") from None
         finally:
             chan.close()
         return code, out.decode(errors="replace"), err.decode(errors="replace")

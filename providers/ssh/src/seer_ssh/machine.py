@@ -24,17 +24,17 @@ import select
 import shlex
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from seer.errors import SandboxError
+from seer.errors import SandboxError, SandboxNotRunningError
 from seer.providers.base import MachineSpec, MachineStatus
 from seer.providers.kit import ExecMachine, Ledger, OutputPump
 from seer.providers.wheel import runtime_requirements, runtime_wheel
 from seer.state import RECORD_TTL
 
-from seer_ssh.connection import Connection, ConnectionLost
+from seer_ssh.connection import Connection, ConnectionLost, SshConnectError
 from seer_ssh.forward import ensure_forward
 
 if TYPE_CHECKING:
@@ -88,6 +88,23 @@ class SshMachine(ExecMachine):
         #: what attaching needs to know (the remote record, the client ledger's extra fields)
         self.record = {**record, "base": self.base, "workdir": self.workdir, "python": self.python}
 
+    def gone(self) -> bool:
+        """Whether the machine under the sandbox is known to be gone, when its host cannot be
+        reached (seer-ssh cannot tell: a host of your own may just be away; seer-runpod asks the
+        API). A True answer turns a failed connection into ``SandboxNotRunningError``."""
+        return False
+
+    @contextlib.contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """Around every use of the connection: a host that cannot be reached because the machine
+        is gone is the sandbox not running, not a network error."""
+        try:
+            yield
+        except (SshConnectError, ConnectionLost, EOFError):
+            if self.gone():
+                raise self.not_running() from None
+            raise
+
     @property
     def env_file(self) -> str:
         return posixpath.join(self.dir, "env.sh")
@@ -104,6 +121,12 @@ class SshMachine(ExecMachine):
         )
 
     def run(
+        self, argv: list[str], *, env: Mapping[str, str], cwd: str, stdin: bytes | None, pump: OutputPump
+    ) -> int:
+        with self._reaching():
+            return self._run(argv, env=env, cwd=cwd, stdin=stdin, pump=pump)
+
+    def _run(
         self, argv: list[str], *, env: Mapping[str, str], cwd: str, stdin: bytes | None, pump: OutputPump
     ) -> int:
         import paramiko
@@ -189,11 +212,12 @@ class SshMachine(ExecMachine):
             sftp.chmod(tmp, 0o644 if mode is None else mode)
             sftp.posix_rename(tmp, target)
 
-        try:
-            self.conn.sftp(write)
-        except FileNotFoundError:
-            self.make_dirs(posixpath.dirname(target))  # refused if the sandbox ended
-            self.conn.sftp(write)
+        with self._reaching():
+            try:
+                self.conn.sftp(write)
+            except FileNotFoundError:
+                self.make_dirs(posixpath.dirname(target))  # refused if the sandbox ended
+                self.conn.sftp(write)
 
     def read_bytes(self, path: str) -> bytes:
         target = self.resolve(path)
@@ -205,10 +229,11 @@ class SshMachine(ExecMachine):
                 fh.prefetch()
                 return fh.read()
 
-        try:
-            data: bytes = self.conn.sftp(read)
-        except FileNotFoundError:
-            raise self._sftp_missing(target) from None
+        with self._reaching():
+            try:
+                data: bytes = self.conn.sftp(read)
+            except FileNotFoundError:
+                raise self._sftp_missing(target) from None
         return data
 
     def model_cache_dir(self) -> str:
@@ -232,20 +257,24 @@ class SshMachine(ExecMachine):
 
     def alive_on_host(self) -> bool:
         """Whether the sandbox's files are still on the host (it has not ended)."""
-        try:
-            self.conn.sftp(lambda sftp: sftp.stat(self.env_file))
-        except FileNotFoundError:
-            return False
+        with self._reaching():
+            try:
+                self.conn.sftp(lambda sftp: sftp.stat(self.env_file))
+            except FileNotFoundError:
+                return False
         return True
 
     def status(self) -> MachineStatus:
-        try:
-            found = remote_sandboxes(self.conn, self.base, self.id)
-        except SandboxError:
-            # the host cannot be reached: what this client knows
-            assert self.ledger is not None
-            return self.ledger.status(self.id, alive=True)
         assert self.ledger is not None
+        try:
+            with self._reaching():
+                found = remote_sandboxes(self.conn, self.base, self.id)
+        except SandboxNotRunningError:
+            return self.ledger.settle(self.id, self.expires_at)
+        except SandboxError:
+            # the host cannot be reached: what this client knows (running, unless it ended it)
+            record = self.ledger.read(self.id) or {}
+            return MachineStatus(record.get("status") or MachineStatus.RUNNING.value)
         if found and found[0].get("status") == MachineStatus.RUNNING.value:
             return MachineStatus.RUNNING
         if found:
