@@ -112,6 +112,8 @@ def pick_gpu(wanted: str, count: int, offers: list[GpuOffer]) -> tuple[GpuOffer 
         for o in offers
         if o.id == wanted or gpu_matches(wanted, o.id) or gpu_matches(wanted, o.display_name)
     ]
+    exact = [o for o in matching if o.display_name.upper() == wanted.upper()]
+    matching = exact or matching  # "L4" is RunPod's L4, not the L40S its name is part of
     usable = sorted(
         (o for o in matching if o.price is not None and o.max_count >= count), key=lambda o: o.price or 0
     )

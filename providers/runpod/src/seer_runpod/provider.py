@@ -115,6 +115,13 @@ def _pod_env(pod: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _gpu_label(pod: dict[str, Any]) -> str:
+    """``2 x A100 PCIe`` (RunPod's display name) or ``cpu``."""
+    name = (pod.get("machine") or {}).get("gpuDisplayName")
+    count = int(pod.get("gpuCount") or 0)
+    return f"{count} x {name}" if name and count else "cpu"
+
+
 class RunPodMachine(SshMachine):
     """A sandbox in a RunPod pod: seer-ssh's machine, its status from the API."""
 
@@ -330,7 +337,7 @@ class RunPodProvider(Provider):
                         **record.get("labels", {}),
                         "seer.name": env.get("SEER_SANDBOX_NAME") or record.get("name") or sandbox_id,
                         "runpod.pod_id": str(pod.get("id")),
-                        "runpod.gpu": str((pod.get("machine") or {}).get("gpuTypeId") or "cpu"),
+                        "runpod.gpu": _gpu_label(pod),
                         "runpod.cost_per_hr": f"{cost_per_hr:.3f}",
                         "runpod.cost_so_far": f"{cost_per_hr * uptime / 3600:.4f}",
                     },
