@@ -260,7 +260,7 @@ class RunPodProvider(Provider):
         LEDGER.update(sandbox_id, pod_id=pod_id)
         spec.report(f"pod {pod_id}: waiting for its SSH port")
         conn, ssh = self._reach(runpod, sandbox_id, pod_id, options)
-        machine = provision(
+        machine = provision(  # RunPodMachine, as asked
             conn,
             RunPodMachine,
             sandbox_id,
@@ -270,6 +270,7 @@ class RunPodProvider(Provider):
             # after the sandbox ends at its timeout, the pod terminates itself through the API
             then=[ssh.python, "-c", TERMINATE_SOURCE, api.api_url(), pod_id],
         )
+        assert isinstance(machine, RunPodMachine)
         machine.record.update(pod_id=pod_id, ssh=ssh.model_dump())
         LEDGER.update(sandbox_id, **{k: v for k, v in machine.record.items() if k != "status"})
         return machine

@@ -15,7 +15,7 @@ import time
 import urllib.request
 
 
-def pod_key():
+def pod_key() -> str | None:
     key = os.environ.get("RUNPOD_API_KEY")
     if key:
         return key
@@ -30,7 +30,7 @@ def pod_key():
     return None
 
 
-def terminate(url, pod_id, attempts=12):
+def terminate(url: str, pod_id: str, attempts: int = 12) -> int:
     body = json.dumps({"query": f'mutation {{ podTerminate(input: {{podId: "{pod_id}"}}) }}'}).encode()
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {pod_key()}"}
     for attempt in range(attempts):

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from typing import IO, Any
 
 MARK = "SEER_SSH_SANDBOX"
 SLACK = 5.0
@@ -39,13 +40,13 @@ SLACK = 5.0
 START_GRACE = 120.0
 
 
-def _sandbox_dir(base, sandbox_id):
+def _sandbox_dir(base: str, sandbox_id: str) -> str:
     if not sandbox_id or "/" in sandbox_id or sandbox_id.startswith("."):
         raise SystemExit("bad sandbox id")
     return os.path.join(base, "sandboxes", sandbox_id)
 
 
-def _read(path):
+def _read(path: str) -> Any:
     try:
         with open(path) as fh:
             return json.load(fh)
@@ -53,7 +54,7 @@ def _read(path):
         return None
 
 
-def _write(path, data):
+def _write(path: str, data: Any) -> None:
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
@@ -61,7 +62,7 @@ def _write(path, data):
     os.replace(tmp, path)
 
 
-def _starttime(pid):
+def _starttime(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             fields = fh.read().rsplit(")", 1)[1].split()
@@ -70,7 +71,7 @@ def _starttime(pid):
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
-def _watchdog_alive(sb):
+def _watchdog_alive(sb: str) -> bool:
     """Whether the sandbox's watchdog (a kit background process) still runs."""
     try:
         with open(os.path.join(sb, "work", ".seer", "procs", "watchdog.pid")) as fh:
@@ -80,7 +81,7 @@ def _watchdog_alive(sb):
     return _starttime(int(pid)) == start
 
 
-def begin(base, sandbox_id, meta):
+def begin(base: str, sandbox_id: str, meta: str) -> dict[str, str]:
     sb = _sandbox_dir(base, sandbox_id)
     os.makedirs(os.path.join(base, "sandboxes"), mode=0o700, exist_ok=True)
     os.mkdir(sb, 0o700)
@@ -91,7 +92,7 @@ def begin(base, sandbox_id, meta):
     return {"dir": sb, "workdir": os.path.join(sb, "work")}
 
 
-def update(base, sandbox_id, changes):
+def update(base: str, sandbox_id: str, changes: str) -> dict[str, Any]:
     sb = _sandbox_dir(base, sandbox_id)
     with _locked(os.path.join(sb, ".lock")):
         meta = _read(os.path.join(sb, "meta.json"))
@@ -102,16 +103,17 @@ def update(base, sandbox_id, changes):
     return meta
 
 
-def _locked(path):
+def _locked(path: str) -> IO[str]:
     """An exclusive lock on ``path`` (made if missing), held while the returned file is open."""
     fh = open(path, "a")  # noqa: SIM115  (the caller's `with` closes it)
     fcntl.flock(fh, fcntl.LOCK_EX)
     return fh
 
 
-def _run_logged(argv):
+def _run_logged(argv: list[str]) -> None:
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    tail = []
+    tail: list[str] = []
+    assert proc.stdout is not None
     for line in proc.stdout:
         sys.stdout.write(line)
         sys.stdout.flush()
@@ -120,7 +122,7 @@ def _run_logged(argv):
         raise SystemExit(f"{' '.join(argv[:4])} failed (exit {proc.returncode}):\n" + "\n".join(tail))
 
 
-def env(base, requirements, wheel):
+def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
     """The environment for ``requirements`` (JSON list) and seer's runtime from ``wheel`` (the
     uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``."""
     reqs = sorted(json.loads(requirements))
@@ -157,11 +159,11 @@ def env(base, requirements, wheel):
     return {"python": os.path.join(env_dir, "bin", "python"), "runtime": runtime, "built": built}
 
 
-def _marked(sandbox_id):
+def _marked(sandbox_id: str) -> list[int]:
     """PIDs of this user's processes carrying the sandbox's mark (this process excluded)."""
     needle = (f"{MARK}={sandbox_id}").encode()
     me = os.getpid()
-    out = []
+    out: list[int] = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -174,7 +176,7 @@ def _marked(sandbox_id):
     return out
 
 
-def _kill_all(sandbox_id):
+def _kill_all(sandbox_id: str) -> None:
     for _ in range(20):
         pids = _marked(sandbox_id)
         if not pids:
@@ -187,7 +189,7 @@ def _kill_all(sandbox_id):
         time.sleep(0.05)
 
 
-def end(base, sandbox_id, status, then=None):
+def end(base: str, sandbox_id: str, status: str, then: list[str] | None = None) -> dict[str, Any]:
     sb = _sandbox_dir(base, sandbox_id)
     meta_path = os.path.join(sb, "meta.json")
     if os.path.isdir(sb):
@@ -221,7 +223,7 @@ def end(base, sandbox_id, status, then=None):
     return {"status": (_read(meta_path) or {}).get("status")}
 
 
-def ls(base, ttl, sandbox_id=None):
+def ls(base: str, ttl: str, sandbox_id: str | None = None) -> list[dict[str, Any]]:
     root = os.path.join(base, "sandboxes")
     names = [sandbox_id] if sandbox_id else (sorted(os.listdir(root)) if os.path.isdir(root) else [])
     now = time.time()
@@ -244,13 +246,16 @@ def ls(base, ttl, sandbox_id=None):
     return out
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
-    if command == "end" and "--" in args:
-        cut = args.index("--")
-        result = end(*args[:cut], then=args[cut + 1 :])
+    result: Any
+    if command == "end":
+        cut = args.index("--") if "--" in args else len(args)
+        base, sandbox_id, status = args[:3]
+        result = end(base, sandbox_id, status, then=args[cut + 1 :] or None)
     else:
-        result = {"begin": begin, "update": update, "env": env, "end": end, "ls": ls}[command](*args)
+        commands: dict[str, Any] = {"begin": begin, "update": update, "env": env, "ls": ls}
+        result = commands[command](*args)
     print(json.dumps(result))
     return 0
 

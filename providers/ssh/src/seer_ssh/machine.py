@@ -375,9 +375,12 @@ def _write_env(machine: SshMachine, env: Mapping[str, str], *, extra: str) -> No
 def _stream_agent(machine: SshMachine, args: list[str], report: Any) -> tuple[int, str]:
     """Run the agent as a sandbox command (so its output streams to ``report``, and it is killed
     with the sandbox); its exit code and output."""
+
+    def lines(_stream: str, text: str) -> None:
+        for line in text.splitlines():
+            report(line)
+
     code, pump = machine.run_pumped(
-        [machine.conn.options.python, "-c", AGENT, *args],
-        text=f"seer agent {args[0]}",
-        on_output=lambda _stream, text: [report(line) for line in text.splitlines()],
+        [machine.conn.options.python, "-c", AGENT, *args], text=f"seer agent {args[0]}", on_output=lines
     )
     return code, pump.text("stdout") + pump.text("stderr")
