@@ -262,8 +262,10 @@ def install_check(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Check the generated reference pages are current, then mkdocs build --strict into site/."""
+    """Check the generated reference pages (and, with bench-results/, the benchmark figures) are
+    current, then mkdocs build --strict into site/: the API reference comes from the docstrings."""
     install(session, "docs")
     session.run("python", "scripts/gen_docs.py", "--check")
+    session.run("python", "scripts/bench_plots.py", "--check")  # when bench-results/ is here
     # NO_MKDOCS_2_WARNING: mkdocs-material's end-of-life banner, which says nothing about our pages.
     session.run("mkdocs", "build", "--strict", *session.posargs, env={"NO_MKDOCS_2_WARNING": "1"})

@@ -5,8 +5,10 @@
 
 Each block sits between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->``;
 everything outside the markers is written by hand. Today: the config field tables, the GPU
-catalogue and execution modes (docs/config.md), and the environment variables the local provider
-passes through (docs/providers.md).
+catalogue and execution modes (docs/config.md), the environment variables the local provider
+passes through (docs/providers.md), and the provider table of README.md and docs/index.md (what
+each provider distribution can do, read from its registered provider class: a provider that lands
+changes its row).
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ import annotated_types
 from pydantic import BaseModel
 from seer._fieldtext import default_text, type_text
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+#: The provider distributions in the order the table lists them: (provider name, distribution,
+#: import package). ``local`` is built into seer-core.
+PROVIDERS = [
+    ("local", "seer-core", "seer"),
+    ("docker", "seer-docker", "seer_docker"),
+    ("ssh", "seer-ssh", "seer_ssh"),
+    ("runpod", "seer-runpod", "seer_runpod"),
+    ("modal", "seer-modal", "seer_modal"),
+]
 
 
 def type_name(tp: Any) -> str:
@@ -89,7 +101,42 @@ def blocks() -> dict[str, dict[str, str]]:
             "execution-modes": "\n".join(modes),
         },
         "providers.md": {"local-passthrough": passthrough},
+        "index.md": {"provider-table": provider_table()},
+        "../README.md": {"provider-table": provider_table()},
     }
+
+
+def provider_table() -> str:
+    """Provider x feature, from the code: a row is "yes" only where the distribution registers a
+    provider of that name, and its cells are that provider's :class:`Capabilities`. Notebook
+    sessions, interfaces over RPC and the model cache are core's, built on the provider primitives,
+    so every provider that exists has them."""
+    import importlib.util
+
+    from seer import plugins
+
+    registered = plugins.providers()
+    rows = [
+        "| provider | install | provider built | GPUs | snapshots | model cache | test kit |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, dist, package in PROVIDERS:
+        install = "built in" if dist == "seer-core" else f'`pip install "seer[{name}]"`'
+        kit = "yes" if importlib.util.find_spec(f"{package}.testing") is not None else "—"
+        if package == "seer":
+            kit = "`seer.testing` (conformance suite)"
+        elif kit == "yes":
+            kit = f"`{package}.testing`"
+        if name not in registered:
+            rows.append(f"| `{name}` | {install} | not yet | — | — | — | {kit} |")
+            continue
+        caps = plugins.get_provider_class(name).capabilities
+        gpus = f"up to {caps.max_gpu_count}" if caps.gpu_types and caps.max_gpu_count else "no"
+        cache = "shared volume" if caps.volumes else "client cache"
+        rows.append(
+            f"| `{name}` | {install} | yes | {gpus} | {'yes' if caps.snapshots else 'no'} | {cache} | {kit} |"
+        )
+    return "\n".join(rows)
 
 
 def _member_doc(enum_cls: type[enum.Enum], name: str) -> str:

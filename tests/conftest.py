@@ -60,3 +60,14 @@ def _no_leaked_sandboxes() -> Iterator[None]:
     for sandbox_id in leaked:
         LocalProvider().terminate(sandbox_id)
     assert not leaked, f"tests left local sandboxes running: {leaked}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After a run that ran the docs' code blocks: how many ran, were checked only, and why."""
+    reports = [r for kind in terminalreporter.stats.values() for r in kind]
+    if not any(getattr(r, "nodeid", "").startswith("tests/test_doc_blocks.py") for r in reports):
+        return
+    from test_doc_blocks import census_line
+
+    terminalreporter.write_sep("-", "documentation code blocks (README.md, docs/, SKILL.md)")
+    terminalreporter.write_line(census_line())

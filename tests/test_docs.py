@@ -37,6 +37,19 @@ def test_every_config_field_is_documented() -> None:
             assert f"| `{name}` |" in text, f"docs/config.md has no row for {model.__name__}.{name}"
 
 
+def test_every_error_class_is_in_troubleshooting() -> None:
+    from seer import errors
+
+    headings = set(re.findall(r"^### (\w+)\s*$", (DOCS / "troubleshooting.md").read_text(), re.MULTILINE))
+    classes = {
+        name
+        for name, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, BaseException) and cls.__module__ == errors.__name__
+    }
+    missing = sorted(classes - headings)
+    assert not missing, f"docs/troubleshooting.md needs a '### <class>' heading for: {', '.join(missing)}"
+
+
 def test_every_hook_has_a_heading_in_plugins_doc() -> None:
     from seer import hookspecs
 
@@ -63,6 +76,81 @@ def test_readme_commands_are_what_ci_runs() -> None:
 
 def test_mkdocs_nav_lists_every_page() -> None:
     nav = (ROOT / "mkdocs.yml").read_text()
-    pages = {p.name for p in DOCS.glob("*.md")}
-    listed = set(re.findall(r":\s*([\w-]+\.md)\s*$", nav, re.MULTILINE))
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    listed = set(re.findall(r"^\s*-\s*(?:[^:\n]*:\s*)?([\w/-]+\.md)\s*$", nav, re.MULTILINE))
     assert pages == listed, f"pages not in mkdocs.yml nav: {pages - listed}; missing files: {listed - pages}"
+
+
+def _api_modules() -> list[str]:
+    """The modules the API reference renders: every ``::: module`` line of docs/api/*.md."""
+    found = []
+    for page in sorted((DOCS / "api").glob("*.md")):
+        found += re.findall(r"^::: ([\w.]+)\s*$", page.read_text(), re.MULTILINE)
+    return found
+
+
+def _public_names(module: ModuleType) -> list[str]:
+    """``__all__``, else the public names the module defines itself (not what it imports)."""
+    if hasattr(module, "__all__"):
+        return list(module.__all__)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(value) or inspect.isfunction(value))
+        and getattr(value, "__module__", None) == module.__name__
+    ]
+
+
+def _undocumented(module: ModuleType) -> list[str]:
+    missing = []
+    for name in _public_names(module):
+        value = getattr(module, name)
+        if not (inspect.isclass(value) or inspect.isfunction(value)):
+            continue  # constants are documented by their `#:` comments, which mkdocstrings shows
+        if not inspect.getdoc(value):
+            missing.append(f"{module.__name__}.{name}")
+        if not inspect.isclass(value) or getattr(value, "__module__", None) != module.__name__:
+            continue
+        for attr, member in vars(value).items():
+            if attr.startswith(("_", "test_")):
+                continue  # a contract suite's tests are named for what they check
+            function = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+            # an override without its own docstring has the overridden method's (inspect.getdoc)
+            documented = inspect.getdoc(getattr(value, attr)) or (
+                isinstance(member, property) and member.__doc__
+            )
+            if inspect.isfunction(function) and not documented:
+                missing.append(f"{module.__name__}.{name}.{attr}")
+    return missing
+
+
+def test_api_reference_covers_the_public_modules() -> None:
+    modules = set(_api_modules())
+    wanted = {
+        "seer.environment",
+        "seer.workspace",
+        "seer.execution",
+        "seer.sandbox",
+        "seer.notebook",
+        "seer.scoped",
+        "seer.rpc.client",
+        "seer.modes",
+        "seer.modes.expose",
+        "seer.providers.base",
+        "seer.providers.kit",
+        "seer.testing.conformance",
+        "seer.hookspecs",
+        "seer.errors",
+    }
+    assert wanted <= modules, f"docs/api/ renders none of: {sorted(wanted - modules)}"
+
+
+@pytest.mark.parametrize("name", _api_modules())
+def test_every_public_name_has_a_docstring(name: str) -> None:
+    import importlib
+
+    module = importlib.import_module(name)
+    assert module.__doc__, f"{name} has no module docstring"
+    missing = _undocumented(module)
+    assert not missing, f"public names without a docstring: {', '.join(missing)}"

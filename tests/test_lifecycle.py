@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from _teardown_kit import wait_for as _wait_for
-from seer import Sandbox, SandboxConfig
+from seer import ExecutionMode, Sandbox, SandboxConfig
 from seer.errors import SandboxNotRunningError
 from seer.providers import _procs
 from seer.providers.base import MachineStatus
@@ -135,7 +135,9 @@ def test_sandbox_outlives_the_script_and_attaches_from_another_process() -> None
 
 
 def test_timeout_tears_down_a_sandbox_whose_client_is_alive() -> None:
-    sb = Sandbox(SandboxConfig(timeout=2)).start()
+    # CLI mode: a notebook mode's Jupyter start can outlast a 2 s lifetime on a loaded machine,
+    # and this test is about the teardown at the deadline, not about start-up.
+    sb = Sandbox(SandboxConfig(timeout=2, execution_mode=ExecutionMode.CLI)).start()
     try:
         sb.machine.start_process("sleep 600", name="sleeper")
         assert _wait_for(lambda: sb.status is MachineStatus.EXPIRED, timeout=SLOW)

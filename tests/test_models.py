@@ -548,3 +548,44 @@ def test_hidden_fetch_error_does_not_name_the_model(hub: Any) -> None:
         Sandbox(_online(hub, [{"name": "secret-org/hidden-adaptr", "hidden": True}])).start()
     assert "models[0]" in str(err.value) and "not found" in str(err.value)
     assert not hidden_hits(str(err.value).replace("hidden model", ""))
+
+
+# --- a fetcher that leaves no result says how it ended ---------------------------------------
+class _KilledFetchMachine:
+    """A machine whose fetcher is SIGKILLed (exit 137, no output) and that is ``status`` after."""
+
+    python = "python3"
+
+    def __init__(self, status: Any):
+        self._status = status
+
+    def exec(self, command: Any, **kwargs: Any) -> Any:
+        from seer.providers.base import ExecResult
+
+        return ExecResult(" ".join(command), 137, "", "")
+
+    def status(self) -> Any:
+        return self._status
+
+
+@pytest.mark.parametrize("status", ["lost", "running"])
+def test_a_killed_fetcher_names_the_signal_and_the_sandboxs_state(status: str) -> None:
+    # A fetcher killed along with its container (removed meanwhile) must read differently from one
+    # killed in a sandbox that still runs: the error said only "exited 137".
+    from types import SimpleNamespace
+
+    from seer.errors import SandboxError
+    from seer.models import _run_fetcher
+    from seer.progress import Progress
+    from seer.providers.base import MachineStatus
+
+    sandbox = SimpleNamespace(
+        config=SimpleNamespace(models=[ModelConfig(name=MODEL_ID)]),
+        machine=_KilledFetchMachine(MachineStatus(status)),
+        env={},
+    )
+    with pytest.raises(SandboxError) as info:
+        _run_fetcher(sandbox, {"models": []}, "/cache", Progress(enabled=False))  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        f"the model fetcher left no result: it exited 137 (SIGKILL); the sandbox is {status}"
+    )

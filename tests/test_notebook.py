@@ -393,6 +393,51 @@ def test_a_dropped_connection_is_resumed(nb: NotebookSession) -> None:
     assert nb.exec("1 + 1").result == "2"
 
 
+#: jupyter_server's kernel-websocket ping interval (seconds). Its ping check once closed every
+#: kernel websocket this long after it opened, before a single ping was sent.
+PING_INTERVAL = 30.0
+
+
+def _signal_kernel(sandbox: Sandbox, kernel_id: str, sig: str) -> None:
+    # "[x]" in the pattern keeps pkill from matching the command line that runs it.
+    sandbox.exec(["pkill", f"-{sig}", "-f", f"kernel-[{kernel_id[0]}]{kernel_id[1:]}"], check=True)
+
+
+def test_a_kernel_silent_past_the_ping_interval_is_still_connected_to(plain: Sandbox, outputs: Path) -> None:
+    # A kernel that answers nothing for longer than the server's ping interval (one still importing
+    # torch for its models on a loaded machine; here a stopped one) is connected to when it
+    # answers, and an idle session's websocket stays open meanwhile: the server used to close
+    # both one interval after they opened ("the kernel websocket closed").
+    session = create_notebook_session(plain, name="silent", outputs_dir=outputs)
+    first = session._channels
+    attached: dict[str, Any] = {}
+
+    def attach() -> None:
+        try:
+            attached["session"] = NotebookSession.attach(session.jupyter_url, session.session_id)
+        except Exception as exc:
+            attached["error"] = exc
+
+    thread = threading.Thread(target=attach)
+    try:
+        _signal_kernel(plain, session.kernel_id, "STOP")
+        try:
+            thread.start()
+            thread.join(timeout=PING_INTERVAL + 5)
+        finally:
+            _signal_kernel(plain, session.kernel_id, "CONT")
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+        assert "error" not in attached, attached.get("error")
+        assert attached["session"].exec("6 * 7").result == "42"
+        assert session._channels is first and first is not None and not first.closed
+        assert session.exec("1 + 1").result == "2"
+    finally:
+        if "session" in attached:
+            attached["session"].detach()
+        session.shutdown()
+
+
 def test_one_cell_at_a_time(nb: NotebookSession) -> None:
     results: list[Any] = []
     code = "import time\nstart = time.time()\ntime.sleep(0.3)\nprint(round(start, 3))"

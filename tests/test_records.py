@@ -103,3 +103,19 @@ def test_records_past_their_deadline_are_scrubbed_without_asking_any_provider(tm
         assert "config" not in json.loads(path.read_text())
     finally:
         sandbox.terminate()
+
+
+def test_older_records_without_a_deadline_are_pruned_whatever_they_hold() -> None:
+    """Records written by older seer versions have no ``expires_at``: one with its config expires
+    by its timeout, and a scrubbed one (no config left) by its ``ended_at``, without an error."""
+    now = time.time()
+    old = {"created_at": now - 7200, "config": {"timeout": 60}, "services": {"jupyter": {"token": "t"}}}
+    scrubbed = {"created_at": now - 3 * RECORD_TTL, "ended_at": now - 2 * RECORD_TTL, "status": "terminated"}
+    paths = {}
+    for name, record in (("local-00000000aa", old), ("local-00000000bb", scrubbed)):
+        paths[name] = record_path(name)
+        paths[name].parent.mkdir(parents=True, exist_ok=True)
+        paths[name].write_text(json.dumps(record))
+    prune_records(now=now)
+    assert not {"config", "services"} & json.loads(paths["local-00000000aa"].read_text()).keys()
+    assert not paths["local-00000000bb"].exists()

@@ -90,10 +90,17 @@ def test_second_start_rebuilds_nothing_and_downloads_nothing(
         second = sb.model_handles
         cache_after = int(sb.exec(["du", "-sb", sb.machine.model_cache_dir()], check=True).stdout.split()[0])
         assert sb.exec(["test", "-f", f"{second[0].path}/config.json"]).ok
-    # Nothing built: no build step ran, and the engine holds exactly the images it held before.
+        (container,) = _containers(docker_engine, sb.sandbox_id)
+        ran_on = container.image
+    # Nothing built: no build step ran, the second sandbox ran on an image the engine already held
+    # (same id, same creation time), and no image of its tags was made since. (Other tests on the
+    # shared engine may build images of their own configs meanwhile: those are not compared.)
     assert any("is cached: nothing to build" in line for line in second_progress.lines), second_progress.lines
     assert not any(line.startswith(("building", "Step ")) for line in second_progress.lines)
-    assert _sandbox_images(docker_engine) == images
+    assert images.get(ran_on.id) == ran_on.attrs["Created"]
+    assert ran_on.tags, "the sandbox image is tagged by its config"
+    for tag in ran_on.tags:
+        assert {img.id for img in docker_engine.images.list(name=tag)} == {ran_on.id}, tag
     # Nothing downloaded: the hub served no more bytes, and the shared cache did not grow.
     assert hub.bytes_served == served
     assert [h.bytes_downloaded for h in second] == [0]

@@ -32,6 +32,7 @@ show it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -302,8 +303,27 @@ def _run_fetcher(
             if m.hidden:
                 for name in filter(None, (m.name, m.base_model)):
                     tail = tail.replace(name, HIDDEN_DISPLAY_NAME)
-        raise SandboxError(f"the model fetcher exited {res.exit_code} without a result:\n{tail}")
+        raise SandboxError(
+            f"the model fetcher left no result: it {_how_it_ended(sandbox, res.exit_code)}\n{tail}"
+        )
     return result
+
+
+def _how_it_ended(sandbox: Sandbox, exit_code: int) -> str:
+    """How a fetcher that left no result ended: its exit status, the signal that killed it
+    (shells report 128 + its number), and the sandbox's state: a fetcher killed with its machine
+    (removed, lost, expired) reads differently from one killed in a machine that still runs."""
+    import signal
+
+    text = f"exited {exit_code}"
+    with contextlib.suppress(ValueError):
+        if exit_code > 128:
+            text += f" ({signal.Signals(exit_code - 128).name})"
+    try:
+        status = sandbox.machine.status()
+    except Exception as exc:  # the error being raised matters more than this detail
+        return f"{text}; the sandbox's state is unknown ({type(exc).__name__})"
+    return f"{text}; the sandbox is {status.value}"
 
 
 def _problems(result: dict[str, Any], models: list[ModelConfig]) -> list[ConfigProblem]:

@@ -72,6 +72,8 @@ INTERRUPT_GRACE = 10.0
 LIVENESS_INTERVAL = 10.0
 #: Longest wait for a kernel (and whatever its start-up imports) to accept a connection.
 CONNECT_TIMEOUT = 180.0
+#: Pause before connecting again to a kernel whose websocket the server dropped while it started.
+CONNECT_RETRY_PAUSE = 1.0
 #: How often ``restart()`` sets a fresh kernel up again when the connection drops during setup.
 RESTART_SETUP_ATTEMPTS = 3
 #: While a cell runs, its outputs so far are saved at most this often (seconds), so a client that
@@ -314,6 +316,7 @@ class JupyterClient:
         return f"{self.url}/?token={urllib.parse.quote(self.token)}"
 
     def ws_url(self, path: str) -> str:
+        """The websocket URL of ``path`` on this server (``ws`` or ``wss``, as the server is served)."""
         scheme = "wss" if self._https else "ws"
         netloc = self._host if self._port is None else f"{self._host}:{self._port}"
         return f"{scheme}://{netloc}{self._prefix}{path}"
@@ -391,9 +394,11 @@ class JupyterClient:
         return dict(data)
 
     def sessions(self) -> list[dict[str, Any]]:
+        """The server's sessions (``GET /api/sessions``), as Jupyter returns them."""
         return list(self.call("GET", "/api/sessions"))
 
     def path_exists(self, path: str) -> bool:
+        """Whether ``path`` (a notebook or folder, relative to the server's root) exists on the server."""
         status, _ = self.request("GET", f"/api/contents/{_quote(path)}?content=0")
         return status == 200
 
@@ -519,7 +524,7 @@ class _KernelChannels:
         self._thread.start()
 
     def _read(self) -> None:
-        reason = "closed"
+        reason = "the server closed it"
         try:
             while True:
                 data = self._ws.recv()
@@ -929,12 +934,49 @@ class NotebookSession:
 
     # --- connecting -----------------------------------------------------------------------
     def _connect(self) -> None:
-        if self._channels is not None:
-            self._channels.close()
-        self._channels = _KernelChannels(self._client, self.kernel_id, session=self._channel_key)
-        # On the control channel: a kernel busy with a cell (one an earlier client left running)
-        # answers there at once, not after the cell.
-        reply = self._request("kernel_info_request", {}, timeout=CONNECT_TIMEOUT, channel="control")
+        """Open the kernel websocket and ask the kernel for its info, within ``CONNECT_TIMEOUT``.
+
+        A kernel still starting (its imports for the models take minutes on a loaded machine)
+        may not answer before the Jupyter server gives up waiting for it (``kernel_info_timeout``)
+        and drops the websocket: while the kernel lives, connect again until the deadline. A
+        kernel that is gone or dead, or a deadline spent, raises :class:`NotebookError` saying so.
+        """
+        deadline = time.monotonic() + CONNECT_TIMEOUT
+        attempts = 0
+        while True:
+            attempts += 1
+            if self._channels is not None:
+                self._channels.close()
+                self._channels = None
+            try:
+                remaining = max(deadline - time.monotonic(), 1.0)
+                self._channels = _KernelChannels(
+                    self._client, self.kernel_id, session=self._channel_key, timeout=remaining
+                )
+                # On the control channel: a kernel busy with a cell (one an earlier client left
+                # running) answers there at once, not after the cell.
+                remaining = max(deadline - time.monotonic(), 0.001)
+                reply = self._request("kernel_info_request", {}, timeout=remaining, channel="control")
+                break
+            except NotebookError as exc:
+                lost = self._channels is None or self._channels.closed
+                if not lost and time.monotonic() >= deadline:
+                    raise NotebookError(
+                        f"kernel {self.kernel_id} did not answer within {CONNECT_TIMEOUT:g}s ({exc})"
+                    ) from exc
+                # The websocket could not be opened, or was dropped: is the kernel still there?
+                model = self._kernel_model()
+                state = None if model is None else model.get("execution_state")
+                if model is None or state == "dead":
+                    gone = "is gone" if model is None else "died"
+                    raise NotebookError(f"kernel {self.kernel_id} {gone} while connecting ({exc})") from exc
+                if time.monotonic() + CONNECT_RETRY_PAUSE >= deadline:
+                    raise NotebookError(
+                        f"could not connect to kernel {self.kernel_id} within {CONNECT_TIMEOUT:g}s: "
+                        f"the Jupyter server dropped its websocket {attempts} times while the kernel "
+                        f"was {state!r} (last: {exc})"
+                    ) from exc
+                time.sleep(CONNECT_RETRY_PAUSE)
         info = reply.get("language_info")
         if info:
             self._nb.metadata["language_info"] = info
@@ -1004,7 +1046,20 @@ class NotebookSession:
             (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
         )
         code = orphan.code if orphan.code is not None else (_source_text(cell["source"]) if cell else "")
-        count = orphan.count if orphan.count is not None else (orphan.reply or {}).get("execution_count")
+        # The count comes from the replayed execute_input, else the reply, else what the client
+        # that started the cell saved (it saw the execute_input before it went).
+        count = next(
+            (
+                n
+                for n in (
+                    orphan.count,
+                    (orphan.reply or {}).get("execution_count"),
+                    cell.get("execution_count") if cell else None,
+                )
+                if n is not None
+            ),
+            None,
+        )
         if cell is None:
             cell = {
                 "cell_type": "code",
@@ -1393,8 +1448,11 @@ class NotebookSession:
                             idle = True
                     elif msg_type == "execute_input":
                         if cell is not None:
+                            # Saved with the next partial save: a later client that takes over
+                            # this cell may never see its execute_input again.
                             cell["execution_count"] = content.get("execution_count")
                             self._nb.touch(cell)
+                            unsaved = True
                     else:
                         collector.handle(msg_type, content)
                         unsaved = cell is not None

@@ -352,6 +352,7 @@ class Sandbox:
 
     @property
     def sandbox_id(self) -> str:
+        """The sandbox's id (``local-1a2b3c4d5e``): what ``Sandbox.attach`` and ``seer`` commands take."""
         return self.machine.id
 
     @property
@@ -361,6 +362,7 @@ class Sandbox:
 
     @property
     def name(self) -> str | None:
+        """The name given in the config or to ``start()``, if any."""
         return self._name
 
     @property
@@ -384,6 +386,7 @@ class Sandbox:
 
     @property
     def repo_handles(self) -> list[RepoHandle]:
+        """The repositories cloned into the sandbox, in config order."""
         return list(self._repos)
 
     @property

@@ -115,8 +115,10 @@ def prune_records(*, now: float | None = None) -> None:
             ended = record.get("ended_at")
             ended = float(ended) if ended is not None else None
             deadline = record.get("expires_at")
-            if deadline is None and "created_at" in record:  # a record from an older version
-                deadline = float(record["created_at"]) + float(record["config"]["timeout"])
+            timeout = (record.get("config") or {}).get("timeout")
+            if deadline is None and "created_at" in record and timeout is not None:
+                # A record from an older version (a scrubbed one has no config left: it has ended_at)
+                deadline = float(record["created_at"]) + float(timeout)
             deadline = float(deadline) if deadline is not None else None
             over = ended if ended is not None else deadline
             if over is None or now < over:

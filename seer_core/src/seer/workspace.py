@@ -418,6 +418,7 @@ class Library:
 
     @property
     def import_statement(self) -> str:
+        """The statement that imports the library (``import name``)."""
         return f"import {self.name}"
 
     def install_into(self, directory: PathArg) -> Path:
@@ -959,6 +960,7 @@ class Workspace:
 
     @property
     def library_names(self) -> list[str]:
+        """The import names of the workspace's libraries, in order."""
         return [lib.name for lib in self.libraries]
 
     def get_library_docs(self, skills_dir: str | None = None) -> str:

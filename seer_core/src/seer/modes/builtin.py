@@ -21,13 +21,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("seer")
 
+#: How often the Jupyter server pings a kernel websocket (milliseconds; jupyter_server's default).
+WS_PING_INTERVAL_MS = 30000
+
 #: Runs the Jupyter server. jsonschema's optional format checkers ``rfc3987_syntax`` and
 #: ``isoduration`` cost well over a second to import (a grammar compiled at import time) and
 #: nothing the server does needs them; blocking them halves its start-up.
 #: Kernel websockets also get TCP_NODELAY: tornado leaves Nagle on, and a cell's reply is several
 #: small frames in a row, each of which would wait for the client's delayed ACK (40 ms).
+#: tornado's warning about jupyter_server's ping settings is filtered out (see ``_server_config``).
 _SERVER_LAUNCHER = """\
-import os, sys
+import logging, os, sys
 os.umask(0o077)  # its runtime files (jpserver-*.json, *-open.html) hold the token: user-only
 os.chmod(os.environ["JUPYTER_RUNTIME_DIR"], 0o700)
 for _name in ("rfc3987_syntax", "isoduration"):
@@ -42,6 +46,13 @@ if _Handler is not None:
         self.set_nodelay(True)
         return await _open(self, *args, **kwargs)
     _Handler.open = _open_nodelay
+class _PingWarning(logging.Filter):
+    # tornado reads jupyter_server's ws_ping_* (milliseconds) as its own websocket_ping_* (seconds)
+    # and warns that the timeout exceeds the interval; its own pinger never runs (30000 s), so the
+    # warning only misleads whoever reads this log.
+    def filter(self, record):
+        return not str(record.msg).startswith("The websocket_ping_timeout")
+logging.getLogger("tornado.general").addFilter(_PingWarning())
 from jupyter_server.serverapp import main
 sys.exit(main())
 """
@@ -449,8 +460,15 @@ def _server_config(*, root: str, port: int, token: str) -> dict[str, Any]:
             "allow_origin": "",
             "terminals_enabled": False,
             "jpserver_extensions": {"jupyter_server_terminals": False},
-            # jupyter_server's default ping timeout (3 intervals) trips a tornado warning.
-            "tornado_settings": {"ws_ping_timeout": 30000},
+            # Kernel websockets: jupyter_server pings every ws_ping_interval ms and closes a socket
+            # whose last pong is older than ws_ping_timeout, checked at each ping, the first check
+            # before any ping was sent. The timeout must span a round trip past one interval, or
+            # every websocket is closed one interval after it opens (a session connecting to a
+            # kernel still starting, or running a long cell, lost it). Its default, 3 intervals.
+            "tornado_settings": {
+                "ws_ping_interval": WS_PING_INTERVAL_MS,
+                "ws_ping_timeout": 3 * WS_PING_INTERVAL_MS,
+            },
         },
         "IdentityProvider": {"token": token},
         # Notice a dead kernel within a second (the default polls every 3 s).

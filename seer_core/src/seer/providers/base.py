@@ -60,6 +60,7 @@ class MachineStatus(enum.StrEnum):
 
     @property
     def alive(self) -> bool:
+        """Running or starting: the machine can still do work (or soon will)."""
         return self in (MachineStatus.RUNNING, MachineStatus.STARTING)
 
 
@@ -142,6 +143,7 @@ class MachineInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The info as a JSON-able dict (what ``seer ls --json`` prints)."""
         return {
             "id": self.id,
             "provider": self.provider,
@@ -175,6 +177,7 @@ class Snapshot:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The snapshot as a JSON-able dict, kept in records; :meth:`from_dict` reads it back."""
         return {
             "provider": self.provider,
             "id": self.id,
@@ -186,6 +189,7 @@ class Snapshot:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Snapshot:
+        """The snapshot a :meth:`to_dict` dict describes."""
         return cls(**{**data, "data": dict(data.get("data", {}))})
 
 
@@ -201,6 +205,7 @@ class ExecResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the command exited 0."""
         return self.exit_code == 0
 
     @property

@@ -667,6 +667,7 @@ class Ledger:
 
     @property
     def dir(self) -> Path:
+        """The folder of the records (made private to the user on first use)."""
         return private_dir(seer_home() / self.provider.name / "sandboxes")
 
     def valid(self, sandbox_id: str) -> bool:
@@ -678,15 +679,18 @@ class Ledger:
         return True
 
     def path(self, sandbox_id: str) -> Path:
+        """The record file of a sandbox; an id of the wrong form is refused, never used as a path."""
         return self.dir / f"{check_sandbox_id(sandbox_id, self.provider)}.json"
 
     def read(self, sandbox_id: str) -> dict[str, Any] | None:
+        """A sandbox's record, or None when there is none (or it cannot be read)."""
         with contextlib.suppress(OSError, ValueError):
             record = read_json(self.path(sandbox_id))
             return record if isinstance(record, dict) else None
         return None
 
     def update(self, sandbox_id: str, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into a sandbox's record (making it if need be); the record written."""
         record = self.read(sandbox_id) or {"id": sandbox_id}
         record.update(changes)
         write_json(self.path(sandbox_id), record)

@@ -422,6 +422,7 @@ class ServedInterface:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The served interface as a JSON-able dict (stored in the sandbox's record, token included)."""
         return {
             "name": self.name,
             "file": self.file,
@@ -435,6 +436,7 @@ class ServedInterface:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ServedInterface:
+        """The served interface a :meth:`to_dict` dict describes."""
         return cls(
             name=data["name"],
             file=data.get("file", ""),

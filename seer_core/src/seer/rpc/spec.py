@@ -71,13 +71,16 @@ class ParamSpec:
 
     @property
     def required(self) -> bool:
+        """Whether a call must pass this parameter (it has no default and is not ``*args``/``**kwargs``)."""
         return self.default is None and self.kind not in (VAR_POSITIONAL, VAR_KEYWORD)
 
     def to_dict(self) -> dict[str, Any]:
+        """The parameter as a JSON-able dict (what ``GET /functions`` sends)."""
         return {"name": self.name, "kind": self.kind, "annotation": self.annotation, "default": self.default}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ParamSpec:
+        """The parameter a :meth:`to_dict` dict describes."""
         return cls(data["name"], data["kind"], data.get("annotation"), data.get("default"))
 
 
@@ -99,6 +102,7 @@ class FunctionSpec:
     line: int = 0
 
     def to_dict(self) -> dict[str, Any]:
+        """The function's spec as a JSON-able dict (what ``GET /functions`` sends)."""
         return {
             "name": self.name,
             "params": [p.to_dict() for p in self.params],
@@ -111,6 +115,7 @@ class FunctionSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FunctionSpec:
+        """The spec a :meth:`to_dict` dict describes."""
         return cls(
             name=data["name"],
             params=[ParamSpec.from_dict(p) for p in data.get("params", [])],
@@ -138,6 +143,7 @@ class TypeCheck:
 
     # -- JSON Schema -------------------------------------------------------------------------
     def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the values this check accepts (what MCP tools show)."""
         k = self.kind
         simple = {
             "int": "integer",

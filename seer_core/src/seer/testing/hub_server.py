@@ -107,6 +107,7 @@ class RepoFile:
 
     @property
     def etag(self) -> str:
+        """The ETag the hub answers for this file: the LFS sha256 for an LFS file, else the git blob id."""
         return self.sha256 if self.lfs else self.blob_id
 
     def tree_entry(self) -> dict[str, Any]:

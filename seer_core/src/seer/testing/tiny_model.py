@@ -271,10 +271,12 @@ class TinyModels:
 
     @property
     def snapshot_dir(self) -> Path:
+        """The model's snapshot folder in the hub cache."""
         return self.cache_dir / ("models--" + self.repo_id.replace("/", "--")) / "snapshots" / self.commit
 
     @property
     def adapter_snapshot_dir(self) -> Path | None:
+        """The adapter's snapshot folder in the hub cache (None without an adapter)."""
         if self.adapter_id is None or self.adapter_commit is None:
             return None
         folder = "models--" + self.adapter_id.replace("/", "--")
