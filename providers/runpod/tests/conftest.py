@@ -2,7 +2,8 @@
 are real SSH-able containers.
 
 ``SEER_HOME`` is a fresh folder for the run unless seer's own tests/conftest.py made one already.
-One ``fake_runpod`` serves the whole session (it skips, saying why, without a Docker engine); a
+One ``fake_runpod`` serves the whole session (it skips, saying why, without a Docker engine), its
+pods' system Python holding this client's ML packages (``fake_runpod_python_packages``); a
 module that uses ``no_leaked_pods`` fails if a pod container of it is left at its end. Without the
 runpod SDK or seer-runpod installed, nothing here is collected.
 """
@@ -24,6 +25,15 @@ if any(importlib.util.find_spec(name) is None for name in ("runpod", "seer_runpo
 else:
     from seer_runpod.testing import FakeRunPod
     from seer_runpod.testing.pytest_plugin import fake_runpod  # noqa: F401  (the fixture)
+
+    @pytest.fixture(scope="session")
+    def fake_runpod_python_packages() -> list[str]:
+        """Pods have this client's torch, transformers, accelerate and Jupyter in their system
+        Python, as RunPod's pytorch images have torch: a sandbox's environment installs nothing
+        heavy (each package set is still made, on the volume, and reused)."""
+        from seer_ssh.testing import client_pins
+
+        return client_pins()
 
     @pytest.fixture(scope="module")
     def no_leaked_pods(request: pytest.FixtureRequest, fake_runpod: FakeRunPod) -> Iterator[None]:  # noqa: F811

@@ -2,7 +2,8 @@
 
 One ``ssh_host`` serves the whole session (it skips, saying why, without a Docker engine); the
 provider's tests share one more, ``box``, whose sessions get the client's pip settings (the local
-wheel folder), so sandboxes there install packages as the client would. ``SEER_HOME`` is a fresh
+wheel folder), so sandboxes there install packages as the client would, and whose system Python
+has the client's ML packages (``seer_ssh.testing.ML_STACK``). ``SEER_HOME`` is a fresh
 folder for the run unless seer's own tests/conftest.py made one already. Without paramiko or
 seer-ssh installed, nothing here is collected.
 """
@@ -48,13 +49,16 @@ else:
 
     @pytest.fixture(scope="session")
     def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Box]:
-        """The remote host the provider's tests share, and how to make configs for it."""
-        from seer_ssh.testing.host import SshHost, engine_problem
+        """The remote host the provider's tests share, and how to make configs for it. Its system
+        Python has this client's torch, transformers, accelerate and Jupyter, as a GPU box has
+        torch: sandboxes there still make (and reuse) an environment per package set, but
+        install nothing heavy in it."""
+        from seer_ssh.testing.host import SshHost, client_pins, engine_problem
 
         problem = engine_problem()
         if problem:
             pytest.skip(f"no SSH test host here: {problem}")
-        with SshHost(env=Box.host_env()) as host:
+        with SshHost(env=Box.host_env(), python_packages=client_pins()) as host:
             yield Box(host, tmp_path_factory.mktemp("ssh-box"))
 
     @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import secrets
 import string
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,6 +124,8 @@ class FakeRunPod:
 
     ``api_key``: the account's key (default: a random one); ``public_key``: the account's SSH
     public key (``myself.pubKey``), given to pods whose env has no ``PUBLIC_KEY``, as RunPod does.
+    ``python_packages``: pip requirements every pod's system Python has (its container's image is
+    built with them once), as RunPod's pytorch images ship torch.
 
     What tests read and set: :attr:`calls`, :meth:`operations`, :attr:`errors`, :attr:`pods`,
     :attr:`delay` (seconds each call waits), :attr:`boot_delay` (seconds a new pod's ``runtime``
@@ -131,7 +133,15 @@ class FakeRunPod:
     :meth:`add_network_volume`, :meth:`set_stock`, :meth:`containers`.
     """
 
-    def __init__(self, *, api_key: str | None = None, public_key: str = "", data_center_id: str = "EU-RO-1"):
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        public_key: str = "",
+        data_center_id: str = "EU-RO-1",
+        python_packages: Sequence[str] = (),
+    ):
+        self.python_packages = tuple(python_packages)
         self.api_key = api_key or f"rpa_{secrets.token_hex(16).upper()}"
         self.public_key = public_key
         self.data_center_id = data_center_id
@@ -481,6 +491,7 @@ class FakeRunPod:
                 labels=labels,
                 name=f"seer-runpod-fake-{pod.id}",
                 port=port,
+                python_packages=self.python_packages,
             )
             try:
                 return host.start()
