@@ -1,7 +1,6 @@
 """The seer-runpod tests run the real runpod SDK against ``FakeRunPod`` on 127.0.0.1, whose pods
 are real SSH-able containers.
 
-``SEER_HOME`` is a fresh folder for the run unless seer's own tests/conftest.py made one already.
 One ``fake_runpod`` serves the whole session (it skips, saying why, without a Docker engine), its
 pods' system Python holding this client's ML packages (``fake_runpod_python_packages``); a
 module that uses ``no_leaked_pods`` fails if a pod container of it is left at its end. Without the
@@ -12,10 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,25 +38,6 @@ else:
         for pod_id in live:
             fake_runpod.terminate(pod_id, "user")
         assert not live, f"{request.module.__name__} left pods running: {live}"
-
-    if "seer-test-home-" not in os.environ.get("SEER_HOME", ""):
-        _home = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
-        os.environ["SEER_HOME"] = str(_home)
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_HOME"] = str(_home / "hf-home")
-        os.environ["SEER_OUTPUTS_DIR"] = str(_home / "outputs")
-        for name in (
-            "HF_HUB_CACHE",
-            "HF_TOKEN",
-            "SEER_PROVIDER",
-            "SEER_LOAD_PLUGINS",
-            "SEER_DISABLE_PLUGINS",
-        ):
-            os.environ.pop(name, None)
-    # seer's shared test helpers (_model_kit, the seed examples) live in the repository's tests/
-    _shared = Path(__file__).resolve().parents[3] / "tests"
-    if _shared.is_dir() and str(_shared) not in sys.path:
-        sys.path.append(str(_shared))
 
     @pytest.fixture(scope="module")
     def volume(fake_runpod: FakeRunPod) -> str:  # noqa: F811

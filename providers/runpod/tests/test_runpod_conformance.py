@@ -7,6 +7,8 @@ import pytest
 from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.mark.usefixtures("no_leaked_pods")
 class TestRunPodConformance(ProviderConformance):

@@ -27,8 +27,14 @@ from test_scoped import SEED_INTERFACE
 from test_scoped import test_seed_interface_through_each_of_the_four_expose_modes as four_modes
 from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
-# The first start builds an environment with torch and Jupyter in it on the volume: minutes.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.usefixtures("no_leaked_pods")]
+# Each start makes (or reuses) an environment on the volume; torch, transformers and Jupyter are in
+# the pods' system Python (conftest.py), as in RunPod's pytorch images, so it installs nothing heavy.
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+    pytest.mark.usefixtures("no_leaked_pods"),
+]
 
 #: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
 PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]

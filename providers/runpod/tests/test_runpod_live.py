@@ -15,9 +15,13 @@ import pytest
 from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("SEER_RUNPOD_LIVE") != "1", reason="live RunPod tests: set SEER_RUNPOD_LIVE=1 (rents pods)"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        os.environ.get("SEER_RUNPOD_LIVE") != "1",
+        reason="live RunPod tests: set SEER_RUNPOD_LIVE=1 (rents pods)",
+    ),
+]
 
 
 class TestRunPodLive(ProviderConformance):

@@ -21,7 +21,7 @@ from seer.progress import Progress
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_leaked_pods")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_pods")]
 
 DEPLOYS = ("podFindAndDeployOnDemand", "deployCpuPod")
 

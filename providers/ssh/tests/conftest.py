@@ -3,17 +3,14 @@
 One ``ssh_host`` serves the whole session (it skips, saying why, without a Docker engine); the
 provider's tests share one more, ``box``, whose sessions get the client's pip settings (the local
 wheel folder), so sandboxes there install packages as the client would, and whose system Python
-has the client's ML packages (``seer_ssh.testing.ML_STACK``). ``SEER_HOME`` is a fresh
-folder for the run unless seer's own tests/conftest.py made one already. Without paramiko or
+has the client's ML packages (``seer_ssh.testing.ML_STACK``). Without paramiko or
 seer-ssh installed, nothing here is collected.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,24 +22,6 @@ if importlib.util.find_spec("paramiko") is None or importlib.util.find_spec("see
 else:
     from seer_ssh.testing.pytest_plugin import ssh_host  # noqa: F401  (the fixture)
 
-    if "seer-test-home-" not in os.environ.get("SEER_HOME", ""):
-        _home = Path(tempfile.mkdtemp(prefix="seer-test-home-"))
-        os.environ["SEER_HOME"] = str(_home)
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["HF_HOME"] = str(_home / "hf-home")
-        os.environ["SEER_OUTPUTS_DIR"] = str(_home / "outputs")
-        for name in (
-            "HF_HUB_CACHE",
-            "HF_TOKEN",
-            "SEER_PROVIDER",
-            "SEER_LOAD_PLUGINS",
-            "SEER_DISABLE_PLUGINS",
-        ):
-            os.environ.pop(name, None)
-    # seer's shared test helpers (_model_kit, the seed examples) live in the repository's tests/
-    _shared = Path(__file__).resolve().parents[3] / "tests"
-    if _shared.is_dir() and str(_shared) not in sys.path:
-        sys.path.append(str(_shared))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
     from _ssh_kit import Box

@@ -7,6 +7,8 @@ from _ssh_kit import Box
 from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
+pytestmark = pytest.mark.e2e
+
 
 class TestSshConformance(ProviderConformance):
     provider_name = "ssh"

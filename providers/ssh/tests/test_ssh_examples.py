@@ -26,8 +26,9 @@ from test_scoped import SEED_INTERFACE
 from test_scoped import test_seed_interface_through_each_of_the_four_expose_modes as four_modes
 from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
-# The first start builds an environment with torch and Jupyter in it on the host: minutes.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# Each start makes (or reuses) an environment on the host; torch, transformers and Jupyter are in the
+# host's system Python (conftest.py's box), as on a GPU box, so it installs nothing heavy.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 #: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
 PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]

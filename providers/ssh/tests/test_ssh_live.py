@@ -16,7 +16,10 @@ from seer.config import SandboxConfig
 from seer.testing import ProviderConformance
 
 LIVE = os.environ.get("SEER_SSH_LIVE_HOST", "")
-pytestmark = pytest.mark.skipif(not LIVE, reason="live SSH tests: set SEER_SSH_LIVE_HOST to a host of yours")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not LIVE, reason="live SSH tests: set SEER_SSH_LIVE_HOST to a host of yours"),
+]
 
 
 class TestSshLive(ProviderConformance):

@@ -26,7 +26,7 @@ from seer.providers.base import MachineStatus
 from seer_ssh.connection import ConnectionLost
 from seer_ssh.provider import SshProvider
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 class RecordingProgress(Progress):
