@@ -316,6 +316,9 @@ def test_second_start_downloads_nothing_and_reuses_the_environment(box: Box, hub
     from _model_kit import MODEL_ID
 
     config = box.config(models=[{"name": MODEL_ID}], env=hub.env(), python_packages=["six"])
+    # the host is shared with other modules' tests (the examples fetch this model too): its model
+    # cache starts empty here, so the first start must fetch and the second must not
+    box.host.exec_as_root("rm -rf /home/seer/.seer/hf-hub").check()
     first_progress = RecordingProgress()
     with Sandbox(config, progress=first_progress).start(name="model-first") as sb:
         first = sb.model_handles
