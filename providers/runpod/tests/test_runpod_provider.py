@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from seer import Sandbox, SandboxConfig
-from seer.errors import ConfigError
+from seer.errors import ConfigError, SandboxError
 from seer.progress import Progress
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
@@ -121,6 +121,23 @@ def test_a_gpu_pod_is_rented_with_runpods_gpu_type_and_the_secrets_in_its_env(
         log = "".join(sb.machine.process_log(name) for name in sb.machine.log_names())
         assert "s3cret-value" not in log
     assert pod.terminated_by == "user"
+
+
+def test_a_pod_whose_ssh_never_appears_is_a_clear_error_and_is_terminated(fake_runpod: FakeRunPod) -> None:
+    """The deploy call answers before the pod runs; the provider waits for its 22/tcp port only
+    until ``startup_timeout``, then says so and terminates the pod (whose container, still
+    starting or not, is then removed)."""
+    before = set(fake_runpod.pods)
+    fake_runpod.boot_delay = 600  # runtime stays null, as while RunPod pulls a large image
+    try:
+        with pytest.raises(SandboxError, match=r"did not answer over SSH in 3 s: the pod has no SSH port"):
+            Sandbox(_config(provider_options={"startup_timeout": 3})).start()
+    finally:
+        fake_runpod.boot_delay = 0.0
+    (pod_id,) = set(fake_runpod.pods) - before
+    pod = fake_runpod.wait_started(pod_id)
+    assert pod.terminated_by == "user" and pod.host is None
+    assert [c.name for c in fake_runpod.containers() if pod_id in c.name] == []
 
 
 # --- must show: a killed client; the pod ends itself, or seer down ends it earlier -------------
