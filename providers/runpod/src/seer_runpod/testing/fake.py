@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from seer_ssh.testing import SshHost, SshHostError, docker_client, engine_problem, free_port
+from seer_ssh.testing import SshHost, SshHostError, docker_client, engine_problem, free_port, host_image
 
 from seer_runpod.testing.schema import CPU_INSTANCES, DEFAULT_CPU_INSTANCE, GPU_TYPES, SDL, GpuType
 
@@ -186,8 +186,12 @@ class FakeRunPod:
         return {"RUNPOD_API_BASE_URL": self.url, "RUNPOD_API_KEY": self.api_key}
 
     def start(self) -> FakeRunPod:
+        """Serve the API. The pods' image is found (or built) first: a pod's container starts after
+        its deploy call has answered, so a build failure here is a clear error, not pods whose
+        ``runtime`` stays null."""
         from graphql import build_schema
 
+        host_image(python_packages=self.python_packages)
         self._schema = build_schema(SDL)
         fake = self
 
