@@ -299,7 +299,11 @@ def test_up_with_a_missing_file_exits_2(run, tmp_path):
     assert result.exit_code == 2 and "not found" in result.stderr
 
 
-def test_up_with_an_unknown_provider_option_exits_2(run, tmp_path):
+def test_up_with_an_unknown_provider_option_exits_2(run, tmp_path, monkeypatch, fresh_plugins):
+    monkeypatch.setenv("SEER_DISABLE_PLUGINS", "modal")  # as if seer-modal were not installed
+    from seer import plugins
+
+    plugins.reset()
     result = run("up", str(_write_config(tmp_path, "timeout: 60\n")), "--provider", "modal")
     assert result.exit_code == 2
     assert "seer[modal]" in result.stderr
