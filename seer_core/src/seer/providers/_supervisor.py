@@ -7,6 +7,9 @@ folder its record names or in ``$SEER_HOME/outputs/<id>/``) and exits. While ``s
 way it also watches the starting client: if that dies before saying it finished, nobody will ever
 get the half-made sandbox, so it is torn down at once (``lost``) rather than left running to its
 timeout.
+
+It runs for every local sandbox, so it imports only :mod:`seer.providers._local_dir` (no
+pydantic, no pluggy): its start-up is paid on every ``start()``.
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import time
 from pathlib import Path
 
 from seer.errors import SandboxNotFoundError
+from seer.providers._local_dir import SandboxDir
 from seer.providers.base import MachineStatus
-from seer.providers.local import SandboxDir
 
 
 def main(sandbox_dir: str) -> int:
