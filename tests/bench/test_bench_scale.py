@@ -357,3 +357,182 @@ def test_bench_scale_load(bench_report: BenchReport, hub: Any, size: str, tmp_pa
             session.shutdown()
     finally:
         sandbox.terminate()
+
+
+# --- cold and warm start, docker ----------------------------------------------------------------
+
+DOCKER_IMAGE = os.environ.get("SEER_DOCKER_TEST_IMAGE", "seer-test-base:bookworm")
+#: What a model-loading container needs (torch: the CPU wheel this machine keeps, as the Docker tests pin).
+DOCKER_PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
+
+
+@pytest.fixture(scope="module")
+def docker_client() -> Any:
+    pytest.importorskip("docker")
+    from seer_docker.provider import DockerProvider
+    from seer_docker.provider import docker_client as client
+
+    availability = DockerProvider.availability()
+    if not availability.usable:
+        pytest.skip(f"no Docker engine: {availability.reason} (scripts/docker-engine starts one)")
+    from docker.errors import ImageNotFound
+
+    try:
+        client().images.get(DOCKER_IMAGE)
+    except ImageNotFound:
+        pytest.skip(f"no base image {DOCKER_IMAGE} (scripts/docker-engine builds it)")
+    return client()
+
+
+def _docker_config(hub: Any, size: str, cache: Path) -> SandboxConfig:
+    return SandboxConfig(
+        provider="docker",
+        timeout=900,
+        python_packages=DOCKER_PACKAGES,
+        models=[ModelConfig(name=repo_id(size))],
+        env=hub.env(),
+        provider_options={"image": DOCKER_IMAGE, "network": "host", "model_cache": str(cache)},
+    )
+
+
+_PLAIN_IN_CONTAINER = """
+import sys, torch
+from huggingface_hub import snapshot_download
+from transformers import AutoModelForCausalLM, AutoTokenizer
+path = snapshot_download(sys.argv[1])
+model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+tokenizer = AutoTokenizer.from_pretrained(path)
+print(CELL)
+""".replace("CELL", CELL)
+
+
+def _docker_plain(client: Any, image: str, hub: Any, repo: str, cache: Path) -> Started:
+    container = client.containers.run(
+        image,
+        ["sleep", "900"],
+        detach=True,
+        auto_remove=True,
+        init=True,
+        network_mode="host",
+        volumes={str(cache): {"bind": "/hf-hub", "mode": "rw"}},
+    )
+    try:
+        out = container.exec_run(
+            ["/opt/seer/venv/bin/python", "-c", _PLAIN_IN_CONTAINER, repo],
+            environment={**hub.env(), "HF_HUB_CACHE": "/hf-hub"},
+            demux=True,
+        )
+        assert out.exit_code == 0, out.output[1].decode()[-2000:]
+        value = out.output[0].decode().strip().splitlines()[-1]
+    except BaseException:
+        container.remove(force=True)
+        raise
+    return value, lambda: container.remove(force=True)
+
+
+def _drop_root_owned(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)  # written by the container's root; we may be root too
+    assert not path.exists(), f"could not remove {path}"
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+@pytest.mark.parametrize("size", SIZES)
+def test_bench_scale_docker_start(
+    bench_report: BenchReport, docker_client: Any, hub: Any, size: str, start: str, tmp_path: Path
+) -> None:
+    repo = repo_id(size)
+    caches: list[Path] = []
+    warm_cache = fresh_dir(tmp_path / "hf", "warm-")
+    image: list[str] = []
+
+    def with_seer() -> Started:
+        cache = warm_cache if start == "warm" else fresh_dir(tmp_path / "hf", "seer-")
+        caches.append(cache)
+        value, teardown = _seer_start(_docker_config(hub, size, cache), tmp_path / "outputs")
+        if not image:  # the sandbox image seer built: the baseline runs the very same one
+            from seer_docker.provider import DockerProvider
+
+            (sandbox_id,) = [m.id for m in DockerProvider().list() if m.status.alive]
+            image.append(docker_client.containers.get(sandbox_id).labels["seer.image"])
+        return value, teardown
+
+    def plain() -> Started:
+        cache = warm_cache if start == "warm" else fresh_dir(tmp_path / "hf", "plain-")
+        caches.append(cache)
+        return _docker_plain(docker_client, image[0], hub, repo, cache)
+
+    def drop_cache() -> None:
+        cache = caches.pop()
+        if start == "cold":
+            _drop_root_owned(cache)
+
+    try:
+        add(
+            bench_report,
+            compare(
+                f"{start} start {size} (docker)",
+                seer=with_seer,
+                baseline=plain,
+                repeat=START_REPEAT,
+                warmup=1,
+                check_seer=_check_started(drop_cache),
+                check_baseline=_check_started(drop_cache),
+                note=f"{'empty' if start == 'cold' else 'filled'} host-folder cache; baseline: containers.run"
+                " of the same image + one python doing snapshot_download + from_pretrained + the cell "
+                "(no kernel); target at 500MB <= 1.15x",
+            ),
+        )
+    finally:
+        _drop_root_owned(warm_cache)
+
+
+# --- many sandboxes at once ---------------------------------------------------------------------
+
+BURST = 16
+
+
+def test_bench_scale_local_burst(bench_report: BenchReport, tmp_path: Path) -> None:
+    """16 local sandboxes started at once all come up, run a command, and are terminated."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seer.providers.local import LocalProvider
+
+    def one_sandbox(_: int) -> tuple[int, str]:
+        sandbox = Sandbox(SandboxConfig(execution_mode="cli", timeout=600)).start()
+        try:
+            return sandbox.exec("echo $SEER_SANDBOX_ID").exit_code, sandbox.sandbox_id
+        finally:
+            sandbox.terminate()
+
+    def by_hand(i: int) -> tuple[int, str]:
+        workdir = Path(tempfile.mkdtemp(dir=tmp_path))
+        proc = subprocess.run(["bash", "-c", "true"], cwd=workdir)
+        shutil.rmtree(workdir)
+        return proc.returncode, f"hand-{i}"
+
+    def burst(fn: Callable[[int], tuple[int, str]]) -> Callable[[], list[tuple[int, str]]]:
+        def run() -> list[tuple[int, str]]:
+            with ThreadPoolExecutor(max_workers=BURST) as pool:
+                return list(pool.map(fn, range(BURST)))
+
+        return run
+
+    def check(results: list[tuple[int, str]]) -> None:
+        assert [code for code, _ in results] == [0] * BURST, results
+        assert len({name for _, name in results}) == BURST, "every sandbox is its own"
+        alive = {m.id for m in LocalProvider().list() if m.status.alive}
+        assert not alive & {name for _, name in results}, "a burst sandbox outlived terminate()"
+
+    add(
+        bench_report,
+        compare(
+            f"{BURST} local sandboxes at once (start + exec + terminate)",
+            seer=burst(one_sandbox),
+            baseline=burst(by_hand),
+            repeat=3,
+            warmup=1,
+            check_seer=check,
+            check_baseline=check,
+            note=f"{BURST} threads; baseline: mkdtemp + subprocess.run(bash -c true) + rmtree each",
+        ),
+    )
