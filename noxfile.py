@@ -2,10 +2,13 @@
 
 lint        ruff check + ruff format --check + lint-imports (the import contracts)
 typecheck   mypy on seer_core/src/seer
-tests       the test command (scripts/test, as README documents), extra arguments go to pytest
+tests       the test command (scripts/test, as README documents), extra arguments go to pytest;
+            ``nox -s tests -- --fast`` runs the unit tests only (``-m unit``, under 2 minutes)
 bench       the benchmarks in tests/bench (scripts/bench): tables printed, bench-results/*.json
 build       wheels and sdists of every released workspace member into dist/
 install_check  build, then install each extra alone from dist/ with the index on (slow; not in CI)
+conformance the provider matrix (scripts/matrix): one session per provider, each in a venv with only
+            core and that provider, running its conformance suite and seed flows
 docs        the documentation site (mkdocs build --strict), after checking generated pages
 
 Sessions use uv-made virtual environments under .nox/ and reuse them between runs.
@@ -16,6 +19,9 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
 from pathlib import Path
 
 import nox
@@ -95,7 +101,8 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite, as README documents it (scripts/test); posargs go to pytest."""
+    """The whole test suite, as README documents it (scripts/test); posargs go to pytest, except
+    ``--fast``, which scripts/test turns into the unit set (``nox -s tests -- --fast``)."""
     install(session, "dev", test_dists=True)
     session.run(
         "bash", "scripts/test", *session.posargs, env={"SEER_PYTHON": venv_python(session)}, external=True
@@ -258,6 +265,24 @@ def install_check(session: nox.Session) -> None:
         failures += [f"{spec}: {p}" for p in problems]
     if failures:
         session.error("install_check failed:\n  " + "\n  ".join(failures))
+
+
+#: scripts/matrix, the provider matrix's one implementation (.ci/run runs it with --quick)
+_MATRIX_LOADER = SourceFileLoader("seer_matrix", str(ROOT / "scripts" / "matrix"))
+MATRIX = module_from_spec(spec_from_loader("seer_matrix", _MATRIX_LOADER))  # type: ignore[arg-type]
+sys.modules["seer_matrix"] = MATRIX  # its dataclasses look their module up there
+_MATRIX_LOADER.exec_module(MATRIX)
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("provider", [s.provider for s in MATRIX.sessions()])
+def conformance(session: nox.Session, provider: str) -> None:
+    """One provider of the matrix: ``scripts/matrix <provider>`` makes ``.matrix/<provider>/``
+    with only seer-core and that provider's distribution, checks ``seer plugins`` loads exactly
+    those, and runs the provider's ``[tool.seer.matrix]`` tests (conformance and seed flows). A
+    provider whose engine is missing here passes with its tests skipped, saying why. Posargs go
+    to scripts/matrix (``-- --quick`` for the cheap independence check .ci/run does)."""
+    session.run(sys.executable, "scripts/matrix", provider, *session.posargs, external=True)
 
 
 @nox.session

@@ -1,5 +1,6 @@
-"""Shared by the killed-start tests (local in tests/, docker in tests/docker/): a client process
-that starts a sandbox and stops at a chosen step of ``Sandbox.start()``, for the test to SIGKILL.
+"""Shared by the killed-start tests (local in seer_core/tests/, docker in providers/docker/tests/):
+a client process that starts a sandbox and stops at a chosen step of ``Sandbox.start()``, for
+the test to SIGKILL.
 
 The client hooks its own progress (``Sandbox(config, progress=...)``): when the step is reached it
 prints ``at <step text>`` and sleeps, so the test knows exactly where the start is when it kills

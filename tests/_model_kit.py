@@ -1,5 +1,5 @@
-"""Shared by tests/test_models.py and tests/test_model_loading.py: tiny models built once per run,
-an isolated Hugging Face cache holding them, and the model ids the tests use.
+"""Shared by seer_core/tests/test_models.py, test_model_loading.py and others: tiny models built
+once per run, an isolated Hugging Face cache holding them, and the model ids the tests use.
 
 The tiny model and adapters are built in a subprocess (the pytest workers never import torch for
 it) into a directory all xdist workers share, under a file lock, so a run builds them once.

@@ -27,7 +27,7 @@ from seer import Sandbox
 from seer.notebook import JupyterClient
 from seer.providers.local import LocalProvider
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SETUP = """
 from seer.environment import Sandbox, SandboxConfig, ExecutionMode, ModelConfig

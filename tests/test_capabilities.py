@@ -14,6 +14,8 @@ from seer.errors import ConfigError
 from seer.providers.base import Capabilities
 from seer.providers.local import LocalProvider
 
+pytestmark = pytest.mark.unit
+
 DOCKERFILE_REPO = {"url": "example-org/example-repo", "dockerfile": "docker/Dockerfile"}
 
 
@@ -47,6 +49,7 @@ def test_both_refusals_reported_together() -> None:
     assert info.value.fields == ["repos[0].dockerfile", "debug"]
 
 
+@pytest.mark.e2e
 def test_docker_honours_dockerfiles_and_refuses_debug() -> None:
     from seer_docker.provider import DockerProvider
 

@@ -43,6 +43,10 @@ def census_line() -> str:
         return summary(census([*PAGES, skill_md(Path(tmp))]))
 
 
+pytestmark = pytest.mark.e2e
+
+
+@pytest.mark.unit
 def test_every_block_is_run_or_marked(tmp_path: Path) -> None:
     """The census: each block of every page is run, a file, check-only (marked why), data or
     text; none is left out silently. The counts are printed for the run's report."""
@@ -97,6 +101,7 @@ def test_a_block_that_stops_working_fails(tmp_path: Path) -> None:
         assert failure.type.__name__ != "NotEvaluated", name
 
 
+@pytest.mark.unit
 def test_an_unmarked_block_is_reported(tmp_path: Path) -> None:
     path = _page(tmp_path, "# page\n\n```\nwhat is this?\n```\n\n```text\noutput\n```\n")
     counts = census([path])[str(path)]

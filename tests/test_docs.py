@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 

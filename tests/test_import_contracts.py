@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,6 +42,7 @@ def test_nox_lint_runs_the_contracts() -> None:
     assert '"lint-imports"' in lint and '"ruff", "check"' in lint
 
 
+@pytest.mark.e2e
 def test_contracts_are_kept() -> None:
     lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if lint_imports is None:

@@ -23,6 +23,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 CORE_SRC = ROOT / "seer_core" / "src"
 #: Source trees outside core, as (glob, source root for module names or None for plain scripts).

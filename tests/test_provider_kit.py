@@ -28,6 +28,8 @@ from seer.providers.base import MachineInfo, MachineStatus, Provider
 from seer.state import RECORD_TTL
 from seer.testing.conformance import live_processes, wait_for
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -42,6 +44,7 @@ def _popen(script: str) -> subprocess.Popen[bytes]:
 
 
 # --- the output pump ---------------------------------------------------------------------------
+@pytest.mark.e2e
 def test_pump_deadline_kills_the_group_and_keeps_partial_output() -> None:
     token = f"kitpump{secrets.token_hex(4)}"
     proc = _popen(
@@ -56,6 +59,7 @@ def test_pump_deadline_kills_the_group_and_keeps_partial_output() -> None:
     wait_for(lambda: not live_processes(token), timeout=10, what="the timed-out command's child to die")
 
 
+@pytest.mark.e2e
 def test_pump_does_not_wait_for_a_background_child_holding_the_streams() -> None:
     token = f"kitlinger{secrets.token_hex(4)}"
     proc = _popen(f"echo done; {sys.executable} -c 'import time; time.sleep(600)' {token} & exit 3")
@@ -70,6 +74,7 @@ def test_pump_does_not_wait_for_a_background_child_holding_the_streams() -> None
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_pump_streams_text_and_keeps_raw_bytes() -> None:
     seen: list[tuple[str, str]] = []
     proc = _popen(r"printf 'a\303'; sleep 0.3; printf '\251\377z'; printf e >&2")
@@ -80,6 +85,7 @@ def test_pump_streams_text_and_keeps_raw_bytes() -> None:
     assert result.stderr == "e"
 
 
+@pytest.mark.e2e
 def test_pump_feeds_stdin() -> None:
     data = os.urandom(3 * 1024 * 1024)
     proc = subprocess.Popen(
@@ -210,6 +216,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.e2e
 def test_toy_sandbox_ends_when_its_starter_dies() -> None:
     from seer_toy_provider import LEDGER, ToyProvider
 

@@ -31,6 +31,8 @@ from typer.testing import CliRunner
 
 from tests._mcp_client import McpClient, server_env
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def run() -> Callable[..., Any]:
@@ -152,6 +154,7 @@ def test_a_planted_record_in_seer_home_cannot_name_other_processes(run, victim) 
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.unit
 def test_the_helper_knows_each_providers_exact_format() -> None:
     assert check_sandbox_id("local-0a1b2c3d4e", "local") == "local-0a1b2c3d4e"
     assert "local" in sandbox_id_providers("local-0a1b2c3d4e")
@@ -164,6 +167,7 @@ def test_the_helper_knows_each_providers_exact_format() -> None:
             sandbox_id_providers(sandbox_id)
 
 
+@pytest.mark.unit
 def test_an_unknown_but_well_formed_id_is_still_not_found(run) -> None:
     result = run("down", "local-0000000000")
     assert result.exit_code == 1 and "local-0000000000" in result.stderr

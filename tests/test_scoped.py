@@ -31,7 +31,7 @@ from seer.errors import (
 from seer.rpc import RpcClient, ServedInterface
 from seer.workspace import Library
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 #: Seed 002's example interface, with the tiny model (found through the injected helper and
 #: through its MODEL_..._PATH variable) in place of gemma.

@@ -23,7 +23,7 @@ from _model_kit import HIDDEN_ADAPTER_ID, HIDDEN_BASE_ID, MODEL_ID, hidden_hits,
 from seer import Sandbox
 from seer.providers.local import LocalProvider
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 MINIMAL_SETUP = """
 from seer.environment import Sandbox, SandboxConfig, ExecutionMode, ModelConfig

@@ -38,6 +38,8 @@ from seer import skill
 from seer.config import GPU_CATALOGUE, ModelConfig, RepoConfig, SandboxConfig
 from seer.workspace import Skill
 
+pytestmark = pytest.mark.e2e
+
 
 def blocks(text: str, tmp: Path) -> list[Block]:
     """The skill's blocks, as the runner sees them."""

@@ -13,6 +13,8 @@ from seer import SandboxConfig, plugins
 from seer.errors import ConfigError, UnknownPluginError
 from seer.testing import ProviderConformance
 
+pytestmark = pytest.mark.e2e
+
 
 def _toy_sandboxes_running() -> list[str]:
     from seer_toy_provider import ToyProvider
@@ -29,6 +31,7 @@ def _no_leaked_toy_sandboxes() -> Iterator[None]:
     assert not leaked, f"tests left toy sandboxes running: {leaked}"
 
 
+@pytest.mark.unit
 def test_discovered_through_entry_point() -> None:
     registration = plugins.providers().get("toy")
     assert registration is not None, (
@@ -43,6 +46,7 @@ def test_discovered_through_entry_point() -> None:
     assert loaded.hooks == ["seer_register_providers"]
 
 
+@pytest.mark.unit
 def test_disable_plugins_hides_it(fresh_plugins: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEER_DISABLE_PLUGINS", "toy")
     assert "toy" not in plugins.providers()
@@ -50,6 +54,7 @@ def test_disable_plugins_hides_it(fresh_plugins: None, monkeypatch: pytest.Monke
     assert {p.name: p for p in plugins.loaded_plugins()}["toy"].skipped == "SEER_DISABLE_PLUGINS"
 
 
+@pytest.mark.unit
 def test_empty_load_plugins_hides_it(fresh_plugins: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEER_LOAD_PLUGINS", "")
     assert "toy" not in plugins.providers()
@@ -57,11 +62,13 @@ def test_empty_load_plugins_hides_it(fresh_plugins: None, monkeypatch: pytest.Mo
     assert {p.name: p for p in plugins.loaded_plugins()}["toy"].skipped == "not in SEER_LOAD_PLUGINS"
 
 
+@pytest.mark.unit
 def test_load_plugins_naming_it_keeps_it(fresh_plugins: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEER_LOAD_PLUGINS", "toy")
     assert plugins.providers()["toy"].distribution == "seer-toy-provider"
 
 
+@pytest.mark.unit
 def test_unknown_provider_lists_installed_names() -> None:
     with pytest.raises(UnknownPluginError) as info:
         plugins.get_provider_class("no-such-provider")
@@ -75,6 +82,7 @@ def test_unknown_provider_lists_installed_names() -> None:
     assert "local" in str(config_info.value) and "toy" in str(config_info.value)
 
 
+@pytest.mark.unit
 def test_unknown_provider_error_omits_disabled_one(
     fresh_plugins: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

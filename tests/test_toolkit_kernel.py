@@ -14,6 +14,8 @@ from seer.errors import ConfigError
 from seer.execution import create_notebook_session
 from seer.workspace import Workspace
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("seer_toolkit")
 
 # Seed 004 Example 1's cell, verbatim but for the layer index (the tiny model has two layers).
@@ -118,6 +120,7 @@ def test_the_config_switch(toolkit: bool, tmp_path: Path) -> None:
         sandbox.terminate()
 
 
+@pytest.mark.unit
 def test_the_switch_is_a_boolean() -> None:
     assert SandboxConfig().toolkit is True
     assert SandboxConfig.model_validate({"toolkit": False}).toolkit is False

@@ -8,6 +8,8 @@ import pytest
 import seer_toolkit
 from seer.workspace import Library, Workspace
 
+pytestmark = pytest.mark.unit
+
 
 def test_libraries_are_every_module_dependencies_first() -> None:
     libs = seer_toolkit.libraries()
@@ -54,6 +56,7 @@ def test_seed_example_2_layout() -> None:
     assert "falsifiable" in methodology and seer_toolkit.METHODOLOGY_PATH.is_file()
 
 
+@pytest.mark.e2e
 def test_importing_the_package_imports_no_torch() -> None:
     import subprocess
     import sys

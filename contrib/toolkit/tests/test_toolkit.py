@@ -21,6 +21,8 @@ import torch
 from _tiny_archs import LAYERS, MORE_ARCHITECTURES, build_model
 from model_layers import UnsupportedModelError, decoder_layers
 
+pytestmark = pytest.mark.unit
+
 TEXT = "The quick brown fox jumps over the lazy dog"
 OTHER = "Interpretability research asks what a model does"
 

@@ -24,7 +24,7 @@ import pytest
 from modal.exception import NotFoundError, SandboxFilesystemNotFoundError, SandboxTimeoutError
 from seer_modal.testing import FakeModal
 
-pytestmark = pytest.mark.usefixtures("no_leaked_sandboxes")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_leaked_sandboxes")]
 
 
 @pytest.fixture(scope="module")

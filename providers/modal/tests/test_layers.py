@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from seer_modal.testing.layers import VENV, LayerError, layer_key, render_layer
 
+pytestmark = pytest.mark.unit
+
 BASE = "sha256:localbase"
 
 

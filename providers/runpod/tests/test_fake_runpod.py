@@ -17,7 +17,7 @@ from runpod.api.graphql import run_graphql_query
 from seer_runpod.testing import NO_CAPACITY, FakeRunPod
 from seer_ssh.testing import new_ed25519_key
 
-pytestmark = pytest.mark.usefixtures("no_leaked_pods")
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_leaked_pods")]
 
 A100 = "NVIDIA A100 80GB PCIe"
 

@@ -14,6 +14,8 @@ import paramiko
 import pytest
 from seer_ssh.testing import SshHost, engine_problem, new_ed25519_key
 
+pytestmark = pytest.mark.e2e
+
 
 def connect(host: SshHost, known_hosts: Path, key: Path | None = None) -> paramiko.SSHClient:
     """A paramiko client that trusts only the keys in ``known_hosts`` (unknown ones refused)."""

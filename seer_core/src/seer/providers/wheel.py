@@ -116,7 +116,7 @@ def runtime_requirements() -> tuple[str, ...]:
     """The requirements of seer-core that :mod:`seer.runtime` needs, as seer-core declares them
     (no extras): what the runtime needs installed next to the wheel. A provider installs these in
     a layer of their own, so a change to seer's source reinstalls only the wheel.
-    tests/test_lazy_import.py checks that the RPC server process loads nothing else."""
+    seer_core/tests/test_lazy_import.py checks that the RPC server process loads nothing else."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 

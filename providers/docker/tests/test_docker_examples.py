@@ -1,0 +1,125 @@
+"""The notebook and scoped-sandbox examples on Docker, unchanged but for ``provider="docker"``.
+
+The other changes are what this machine needs, as in ``tests/test_seed_examples.py``: the tiny
+model, served by a hub-compatible server on 127.0.0.1 (no model hub here, and the container cannot
+see the client's Hugging Face cache), the test base image (nothing can be pulled), and torch pinned
+to the CPU build this machine keeps a wheel of.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _docker_kit import BASE_IMAGE, docker_config
+from _model_kit import MODEL_ID
+from seer import ScopedSandbox
+from seer.rpc import ServedInterface
+from seer_docker.provider import DockerProvider
+from test_scoped import SEED_INTERFACE
+from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
+
+# The first run builds an image with torch and Jupyter in it: minutes, not seconds.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+#: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
+PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
+
+
+def _docker_setup(hub: Any, volume: str) -> str:
+    """Seed 004's minimal setup script, moved to Docker."""
+    options = {"image": BASE_IMAGE, "network": "host", "model_volume": volume}
+    script = MINIMAL_SETUP.replace(
+        "    gpu=None,\n",
+        f'    gpu=None,\n    provider="docker",\n    provider_options={options!r},\n    env={hub.env()!r},\n',
+    ).replace('python_packages=["torch", "transformers", "accelerate"]', f"python_packages={PACKAGES!r}")
+    assert 'provider="docker"' in script and "torch==2.13.0" in script
+    return script
+
+
+def _sandbox_ids(client: Any) -> set[str]:
+    return {
+        c.labels["seer.sandbox"]
+        for c in client.containers.list(ignore_removed=True, filters={"label": "seer.sandbox"})
+    }
+
+
+def test_seed_notebook_setup_on_docker(docker_engine: Any, hub: Any, volume: str, tmp_path: Path) -> None:
+    from seer.notebook import NotebookSession
+
+    script = tmp_path / "setup.py"
+    script.write_text(_docker_setup(hub, volume))
+    before = _sandbox_ids(docker_engine)
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "HF_TOKEN": "hf_not_a_real_token"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    started = _sandbox_ids(docker_engine) - before
+    try:
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert len(started) == 1, started
+        printed = json.loads(out.stdout.strip().splitlines()[-1])
+        assert printed["jupyter_url"].startswith("http://127.0.0.1:")
+        # The setup script has exited; the agent attaches to the session it printed.
+        session = NotebookSession.attach(printed["jupyter_url"], printed["session_id"])
+        assert f"**model** ({MODEL_ID})" in session.model_info_text
+        result = session.exec(MODEL_CHECKS)
+        assert result.ok, result.error
+        seen = json.loads(result.stdout)
+        assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
+        where = session.exec("import os; print(os.environ['SEER_SANDBOX_ID'])")
+        assert where.stdout.strip() in started, "the kernel runs in the container"
+    finally:
+        for sandbox_id in started:
+            DockerProvider().terminate(sandbox_id)
+
+
+@pytest.fixture(scope="module")
+def scoped(docker_engine: Any, hub: Any, volume: str) -> Any:
+    config = docker_config(
+        execution_mode="local",
+        models=[{"name": MODEL_ID}],
+        env=hub.env(),
+        python_packages=PACKAGES,
+        provider_options={"model_volume": volume},
+    )
+    sandbox = ScopedSandbox(config)
+    try:
+        sandbox.start(name="scoped-docker")
+        yield sandbox
+    finally:
+        sandbox.terminate()
+
+
+def test_seed_interface_served_from_docker(scoped: Any, tmp_path: Path) -> None:
+    path = tmp_path / "interface.py"
+    path.write_text(SEED_INTERFACE)
+    served = scoped.serve(path, expose_as=None)
+    assert isinstance(served, ServedInterface)
+    assert served.url.startswith("http://127.0.0.1:") and served.sandbox_id.startswith("docker-")
+    client = served.client(timeout=120)
+    out = client.call("get_activations", "The quick brown fox", layer=1)
+    assert out["layer"] == 1 and out["shape"][1] == 64
+    tensor = client.call("get_activations_tensor", "The quick brown fox", 1)
+    assert list(tensor.shape) == out["shape"]
+    # and as the library an agent imports, from a process of its own
+    library = scoped.serve(path, expose_as="library", name="tools")
+    library.install_into(tmp_path / "lib")
+    agent = subprocess.run(
+        [sys.executable, "-c", "import json, tools; print(json.dumps(tools.get_activations('hi', layer=0)))"],
+        cwd=tmp_path / "lib",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert agent.returncode == 0, agent.stderr[-2000:]
+    assert json.loads(agent.stdout)["layer"] == 0

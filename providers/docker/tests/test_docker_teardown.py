@@ -1,0 +1,86 @@
+"""Teardown on Docker keeps the agent's record: ``terminate()`` and ``seer down`` copy the
+sandbox's notebooks (with their cells) and ``outputs/`` to the client folder over the container's
+primitives before the container is removed, and say where. (A Docker sandbox that reaches its
+timeout with no client is removed by the engine with its files: see docs/docker.md.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _docker_kit import docker_config
+from _teardown_kit import seer_down_from
+from seer import Sandbox
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+NOTEBOOK = {
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "metadata": {},
+    "cells": [
+        {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "## Finding"},
+        {
+            "cell_type": "code",
+            "id": "b",
+            "metadata": {},
+            "execution_count": 1,
+            "source": "print(6 * 7)",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "42\n"}],
+        },
+    ],
+}
+
+
+def _research(sandbox: Sandbox) -> None:
+    sandbox.write_file("notebooks/research.ipynb", json.dumps(NOTEBOOK))
+    sandbox.write_file("notebooks/.ipynb_checkpoints/research-checkpoint.ipynb", "{}")
+    sandbox.write_file("outputs/plots/loss.svg", "<svg/>")
+
+
+def _assert_kept(folder: Path) -> None:
+    assert json.loads((folder / "research.ipynb").read_text())["cells"] == NOTEBOOK["cells"]
+    assert (folder / "outputs" / "plots" / "loss.svg").read_text() == "<svg/>"
+    assert not (folder / ".ipynb_checkpoints").exists()
+
+
+def _containers(client: Any, sandbox_id: str) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"seer.sandbox={sandbox_id}"})
+
+
+def test_terminate_copies_notebooks_and_outputs_out_of_the_container(
+    docker_engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "kept"))
+    sandbox = Sandbox(docker_config()).start(name="teardown")
+    try:
+        _research(sandbox)
+        capsys.readouterr()
+        sandbox.terminate()
+    finally:
+        sandbox.terminate(force=True)
+    folder = tmp_path / "kept" / sandbox.sandbox_id
+    _assert_kept(folder)
+    assert f"kept in {folder}" in capsys.readouterr().err
+    assert not [c for c in _containers(docker_engine, sandbox.sandbox_id) if c.status == "running"]
+
+
+def test_seer_down_copies_them_to_where_the_sandbox_started(
+    docker_engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SEER_OUTPUTS_DIR")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    sandbox = Sandbox(docker_config()).start(name="teardown-down")
+    try:
+        _research(sandbox)
+        down = seer_down_from(tmp_path / "elsewhere", sandbox.sandbox_id)
+    finally:
+        sandbox.terminate(force=True)
+    folder = tmp_path / "project" / "seer-outputs" / sandbox.sandbox_id
+    assert (down.returncode, down.stdout) == (0, f"{sandbox.sandbox_id}: terminated\n"), down.stderr
+    assert f"kept in {folder}" in down.stderr
+    _assert_kept(folder)

@@ -1,0 +1,176 @@
+"""Sandbox lifecycle on the local provider: outliving the client, dying on time, never lying.
+
+These are the promises that make the seed workflow (a setup script prints JSON and exits) safe:
+a sandbox outlives the script that started it, tears itself down when its timeout passes even if
+that script was killed with SIGKILL, and ``seer ls`` never reports a dead sandbox as running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _teardown_kit import wait_for as _wait_for
+from seer import ExecutionMode, Sandbox, SandboxConfig
+from seer.errors import SandboxNotRunningError
+from seer.providers import _procs
+from seer.providers.base import MachineStatus
+from seer.providers.local import LocalProvider, sandbox_dir
+
+pytestmark = pytest.mark.e2e
+
+#: Bounds for waits on teardown. They only bound a loop that returns as soon as the condition
+#: holds; they are generous because a loaded 2-core CI box can take seconds to start a supervisor.
+SLOW = 60
+
+
+def _listed_status(sandbox_id: str) -> MachineStatus | None:
+    for info in LocalProvider().list():
+        if info.id == sandbox_id:
+            return info.status
+    return None
+
+
+CLIENT = textwrap.dedent(
+    """
+    import json, sys, time
+    from seer import Sandbox, SandboxConfig
+
+    sb = Sandbox(SandboxConfig(timeout={timeout})).start(name="killed-client")
+    bg = sb.machine.start_process("sleep 600", name="sleeper")
+    # A grandchild that leaves the process group and session: only the env marker finds it.
+    sb.exec("setsid sleep 600 > /dev/null 2>&1 < /dev/null &")
+    print(json.dumps({{"id": sb.sandbox_id, "bg": bg.pid}}), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _start_client(timeout: int) -> tuple[subprocess.Popen[str], dict[str, object]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLIENT.format(timeout=timeout)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, proc.stderr.read() if proc.stderr else "client printed nothing"
+    return proc, json.loads(line)
+
+
+def test_sigkilled_client_leaves_nothing_after_timeout() -> None:
+    client, info = _start_client(timeout=6)
+    sandbox_id = str(info["id"])
+    try:
+        assert _procs.marked_pids(sandbox_id), "the sandbox's processes should be running"
+        client.send_signal(signal.SIGKILL)
+        client.wait(timeout=10)
+
+        # The client is gone; the sandbox is not (it outlives its client until its timeout).
+        assert _listed_status(sandbox_id) is MachineStatus.RUNNING
+        assert _procs.alive(int(info["bg"]))  # type: ignore[arg-type]
+        meta = json.loads((sandbox_dir(sandbox_id) / "meta.json").read_text())
+        supervisor = meta["supervisor"]["pid"]
+
+        # Once the timeout passes, the supervisor tears everything down by itself.
+        assert _wait_for(lambda: not _procs.marked_pids(sandbox_id), timeout=SLOW), (
+            f"processes left behind: {_procs.marked_pids(sandbox_id)}"
+        )
+        assert _wait_for(lambda: not _procs.alive(supervisor), timeout=SLOW)
+        assert not _procs.alive(int(info["bg"]))  # type: ignore[arg-type]
+        assert _listed_status(sandbox_id) is MachineStatus.EXPIRED
+        assert not (sandbox_dir(sandbox_id) / "root").exists()
+    finally:
+        if client.poll() is None:
+            client.kill()
+        LocalProvider().terminate(sandbox_id)
+
+
+def test_dead_supervisor_is_reported_lost_and_cleaned_up() -> None:
+    sb = Sandbox(SandboxConfig(timeout=300)).start()
+    try:
+        sb.machine.start_process("sleep 600", name="sleeper")
+        meta = json.loads((sandbox_dir(sb.sandbox_id) / "meta.json").read_text())
+        os.kill(meta["supervisor"]["pid"], signal.SIGKILL)
+        assert _wait_for(lambda: not _procs.alive(meta["supervisor"]["pid"]), timeout=SLOW)
+
+        # Its supervisor died without tearing down: listing must not call it running, and
+        # must clean up what it left.
+        assert _listed_status(sb.sandbox_id) is MachineStatus.LOST
+        assert not _procs.marked_pids(sb.sandbox_id)
+        assert sb.status is MachineStatus.LOST
+        with pytest.raises(SandboxNotRunningError):
+            sb.exec("true")
+    finally:
+        sb.terminate()
+
+
+def test_sandbox_outlives_the_script_and_attaches_from_another_process() -> None:
+    script = textwrap.dedent(
+        """
+        import json
+        from seer import Sandbox, SandboxConfig
+        sb = Sandbox(SandboxConfig(timeout=300, env={"GREETING": "hello"})).start(name="seed-flow")
+        sb.write_file("note.txt", "left by the setup script")
+        print(json.dumps({"sandbox_id": sb.sandbox_id}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    sandbox_id = json.loads(out.stdout)["sandbox_id"]
+    try:
+        sb = Sandbox.attach(sandbox_id)
+        assert sb.status is MachineStatus.RUNNING
+        assert sb.name == "seed-flow"
+        assert sb.read_file("note.txt") == "left by the setup script"
+        assert sb.exec("echo $GREETING").stdout == "hello\n"
+    finally:
+        LocalProvider().terminate(sandbox_id)
+    assert Sandbox.attach(sandbox_id).status is MachineStatus.TERMINATED
+
+
+def test_timeout_tears_down_a_sandbox_whose_client_is_alive() -> None:
+    # CLI mode: a notebook mode's Jupyter start can outlast a 2 s lifetime on a loaded machine,
+    # and this test is about the teardown at the deadline, not about start-up.
+    sb = Sandbox(SandboxConfig(timeout=2, execution_mode=ExecutionMode.CLI)).start()
+    try:
+        sb.machine.start_process("sleep 600", name="sleeper")
+        assert _wait_for(lambda: sb.status is MachineStatus.EXPIRED, timeout=SLOW)
+        assert not _procs.marked_pids(sb.sandbox_id)
+        with pytest.raises(SandboxNotRunningError):
+            sb.write_file("late.txt", "too late")
+    finally:
+        sb.terminate()
+
+
+def test_terminate_is_idempotent_and_kills_everything() -> None:
+    sb = Sandbox(SandboxConfig(timeout=300)).start()
+    try:
+        sb.exec("setsid sleep 600 > /dev/null 2>&1 < /dev/null &")
+        sb.machine.start_process(["sleep", "600"], name="sleeper")
+        # /proc/<pid>/environ reads empty while a process is mid-exec: give both a moment.
+        assert _wait_for(lambda: len(_procs.marked_pids(sb.sandbox_id)) >= 2, timeout=5)
+        workdir = Path(sb.workdir)
+    finally:
+        sb.terminate()
+    assert not _procs.marked_pids(sb.sandbox_id)
+    assert not workdir.exists()
+    assert sb.status is MachineStatus.TERMINATED
+    sb.terminate()  # again: no error
+    LocalProvider().terminate(sb.sandbox_id)
+    LocalProvider().terminate("local-0000000000")  # well-formed, unknown: not an error
+    assert sb.status is MachineStatus.TERMINATED
+
+
+def test_context_manager_terminates_on_error() -> None:
+    with pytest.raises(RuntimeError, match="boom"), Sandbox(SandboxConfig(timeout=300)) as sb:
+        sandbox_id = sb.sandbox_id
+        raise RuntimeError("boom")
+    assert _listed_status(sandbox_id) is MachineStatus.TERMINATED

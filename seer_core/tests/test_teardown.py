@@ -1,0 +1,188 @@
+"""Nothing the agent made is lost at teardown (local provider): ``terminate()`` and ``seer down``
+copy the sandbox's notebooks (every cell, with its outputs) and ``outputs/`` to the client folder
+fixed when the sandbox started, say where, refuse to delete what they could not copy, and a
+sandbox that expires with no client keeps them retrievable too."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _teardown_kit import seer_down_from, wait_for
+from seer import Sandbox, SandboxConfig
+from seer.errors import SandboxError
+from seer.execution import create_notebook_session
+from seer.providers.local import LocalProvider, sandbox_dir
+
+pytest.importorskip("websocket")
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SLOW = 60
+
+
+@pytest.fixture
+def started() -> Iterator[list[Sandbox]]:
+    """Sandboxes a test starts; whatever is left is terminated (forced) at the end."""
+    boxes: list[Sandbox] = []
+    yield boxes
+    for box in boxes:
+        LocalProvider().terminate(box.sandbox_id)
+
+
+def _research(sandbox: Sandbox) -> None:
+    """What an agent leaves: a notebook with cells and outputs (not mirrored to the client, so
+    only teardown can save it) and a file under outputs/."""
+    session = create_notebook_session(sandbox, name="research", outputs_dir=False)
+    try:
+        session.add_markdown("## Finding")
+        assert session.exec("print('answer', 6 * 7)").ok
+        assert session.exec(
+            "import pathlib; pathlib.Path('outputs').mkdir(exist_ok=True); "
+            "pathlib.Path('outputs/result.txt').write_text('42')"
+        ).ok
+    finally:
+        session.shutdown()
+
+
+def _cells(path: Path) -> list[tuple[str, str]]:
+    nb = json.loads(path.read_text())
+    out = []
+    for cell in nb["cells"]:
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+        out.append(("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"], text))
+    return out
+
+
+def _assert_kept(folder: Path) -> None:
+    cells = _cells(folder / "research.ipynb")
+    assert ("## Finding", "") in cells
+    assert ("print('answer', 6 * 7)", "answer 42\n") in cells
+    assert (folder / "outputs" / "result.txt").read_text() == "42"
+
+
+def test_terminate_keeps_notebooks_and_outputs_on_the_client(
+    started: list[Sandbox],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "kept"))
+    sandbox = Sandbox(SandboxConfig(timeout=600)).start()
+    started.append(sandbox)
+    folder = tmp_path / "kept" / sandbox.sandbox_id
+    _research(sandbox)
+    capsys.readouterr()
+
+    sandbox.terminate()
+
+    assert not (sandbox_dir(sandbox.sandbox_id) / "root").exists()
+    _assert_kept(folder)
+    assert not (folder / ".ipynb_checkpoints").exists()
+    assert f"kept in {folder}" in capsys.readouterr().err
+    assert sandbox.outputs_dir == folder
+
+
+def test_seer_down_from_elsewhere_keeps_them_where_the_sandbox_started(
+    started: list[Sandbox], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No SEER_OUTPUTS_DIR: ./seer-outputs/<id>/ of the directory the sandbox started in, even
+    when `seer down` runs somewhere else."""
+    monkeypatch.delenv("SEER_OUTPUTS_DIR")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+    sandbox = Sandbox(SandboxConfig(timeout=600)).start()
+    started.append(sandbox)
+    _research(sandbox)
+    folder = tmp_path / "project" / "seer-outputs" / sandbox.sandbox_id
+
+    down = seer_down_from(tmp_path / "elsewhere", sandbox.sandbox_id)
+
+    assert (down.returncode, down.stdout) == (0, f"{sandbox.sandbox_id}: terminated\n"), down.stderr
+    assert f"kept in {folder}" in down.stderr
+    _assert_kept(folder)
+    assert not (tmp_path / "elsewhere" / "seer-outputs").exists()
+
+
+def test_a_failed_copy_deletes_nothing_and_force_goes_on(
+    started: list[Sandbox], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the outputs folder should go")
+    monkeypatch.setenv("SEER_OUTPUTS_DIR", str(blocker))
+    sandbox = Sandbox(SandboxConfig(timeout=600, execution_mode="cli")).start()
+    started.append(sandbox)
+    sandbox.write_file("notebooks/n.ipynb", json.dumps({"cells": [], "nbformat": 4}))
+
+    with pytest.raises(SandboxError, match="Nothing was deleted") as err:
+        sandbox.terminate()
+    assert str(blocker) in str(err.value) and "force" in str(err.value)
+    assert sandbox.status.alive and sandbox.read_file("notebooks/n.ipynb")
+
+    sandbox.terminate(force=True)
+    assert not sandbox.status.alive
+    # the local provider still kept them, in seer's home, since the client folder was unusable
+    meta = json.loads((sandbox_dir(sandbox.sandbox_id) / "meta.json").read_text())
+    assert (Path(meta["kept"]) / "n.ipynb").is_file()
+
+
+def test_a_sandbox_that_expires_with_no_client_keeps_its_notebooks(
+    started: list[Sandbox], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "kept"))
+    sandbox = Sandbox(SandboxConfig(timeout=30)).start()
+    started.append(sandbox)
+    _research(sandbox)
+    folder = tmp_path / "kept" / sandbox.sandbox_id
+    meta_path = sandbox_dir(sandbox.sandbox_id) / "meta.json"
+
+    # nobody terminates it: its supervisor tears it down when the timeout passes
+    assert wait_for(lambda: json.loads(meta_path.read_text())["status"] == "expired", timeout=30 + SLOW)
+    assert not (sandbox_dir(sandbox.sandbox_id) / "root").exists()
+    _assert_kept(folder)
+    assert json.loads(meta_path.read_text())["kept"] == str(folder)
+    assert f"kept in {folder}" in (sandbox_dir(sandbox.sandbox_id) / "logs" / "supervisor.log").read_text()
+
+
+def _nb(cells: list[str]) -> str:
+    return json.dumps({"cells": [{"cell_type": "markdown", "source": c} for c in cells], "nbformat": 4})
+
+
+@pytest.mark.unit
+def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) -> None:
+    """Identical: left alone. A notebook the sandbox's copy only extends: brought up to date.
+    Anything else: the sandbox's copy is written beside it, and the summary says so."""
+    from seer.outputs import keep_tree
+
+    root, dest = tmp_path / "sandbox", tmp_path / "client"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "outputs").mkdir()
+    (root / "notebooks" / "same.ipynb").write_text(_nb(["a"]))
+    (root / "notebooks" / "grown.ipynb").write_text(_nb(["a", "b"]))
+    (root / "notebooks" / "edited.ipynb").write_text(_nb(["a", "b"]))
+    (root / "outputs" / "table.csv").write_text("x\n1\n")
+    dest.mkdir()
+    (dest / "outputs").mkdir()
+    (dest / "same.ipynb").write_text(_nb(["a"]))
+    # the same cells, laid out differently (as Jupyter's contents API writes them): still "only extends"
+    (dest / "grown.ipynb").write_text(json.dumps(json.loads(_nb(["a"])), indent=4))
+    (dest / "edited.ipynb").write_text(_nb(["mine"]))
+    (dest / "outputs" / "table.csv").write_text("x\n2\n")
+
+    kept = keep_tree(root, dest)
+
+    assert (dest / "same.ipynb").read_text() == _nb(["a"])
+    assert (dest / "grown.ipynb").read_text() == _nb(["a", "b"])
+    assert (dest / "edited.ipynb").read_text() == _nb(["mine"])
+    assert (dest / "edited.sandbox.ipynb").read_text() == _nb(["a", "b"])
+    assert (dest / "outputs" / "table.csv").read_text() == "x\n2\n"
+    assert (dest / "outputs" / "table.sandbox.csv").read_text() == "x\n1\n"
+    assert sorted(p.name for p in kept.beside) == ["edited.sandbox.ipynb", "table.sandbox.csv"]
+    assert "2 differed from the copy already there" in kept.summary("local-x")
+    # a second copy of the same files adds nothing more
+    again = keep_tree(root, dest)
+    assert sorted(p.name for p in again.beside) == ["edited.sandbox.ipynb", "table.sandbox.csv"]
+    assert not list(dest.glob("*.sandbox-2*")) and not list((dest / "outputs").glob("*.sandbox-2*"))
