@@ -437,6 +437,7 @@ class LocalProvider(Provider):
                 close_fds=True,
             )
         sandbox.update(supervisor={"pid": proc.pid, "started": _procs.start_time(proc.pid)})
+        _await_command_line(proc, sandbox)
         return proc
 
     def _create(self, sandbox: SandboxDir, spec: MachineSpec) -> LocalMachine:
@@ -540,6 +541,21 @@ class LocalProvider(Provider):
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
+
+
+def _await_command_line(proc: subprocess.Popen[bytes], sandbox: SandboxDir, limit: float = 10.0) -> None:
+    """Wait until the just-started supervisor's command line names it (or it has exited).
+
+    ``Popen`` returns once the child's exec has closed its close-on-exec pipe, which the kernel
+    does before it sets the new program's arguments: for a moment ``/proc/<pid>/cmdline`` is
+    empty, and :meth:`SandboxDir.supervisor_pid` (which checks it, so that a planted pid is never
+    signalled) would take the live supervisor for a dead one and reap the sandbox as ``lost``.
+    A start that reaches its first status check within that moment must not see it."""
+    deadline = time.monotonic() + limit
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _procs.runs(proc.pid, _SUPERVISOR, str(sandbox.dir)):
+            return
+        time.sleep(0.001)
 
 
 def _drop_remains(sandbox: SandboxDir) -> None:
