@@ -357,6 +357,43 @@ def test_bench_scale_load(bench_report: BenchReport, hub: Any, size: str, tmp_pa
             session.shutdown()
     finally:
         sandbox.terminate()
+    _bench_loader_in_process(bench_report, size, path)
+
+
+def _bench_loader_in_process(bench_report: BenchReport, size: str, path: str) -> None:
+    """seer's loader alone against ``from_pretrained``, in this process: no kernel, no round trip
+    in the figures, so what is left is what seer's loading code adds to reading the weights."""
+    import torch
+    from seer.runtime.loading import describe, load_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    entry = {"path": path, "var_name": "model", "name": repo_id(size)}
+
+    def with_seer() -> Any:
+        model, tokenizer = load_model(entry)
+        describe({"model": (model, tokenizer, entry)})
+        return model
+
+    def plain() -> Any:
+        AutoTokenizer.from_pretrained(path)
+        return AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+
+    def check(model: Any) -> None:
+        assert model.dtype == torch.float32 and model.config.hidden_size > 0
+
+    add(
+        bench_report,
+        compare(
+            f"loader alone {size} (in-process)",
+            seer=with_seer,
+            baseline=plain,
+            repeat=10,
+            warmup=1,
+            check_seer=check,
+            check_baseline=check,
+            note="seer: load_model + describe; baseline: from_pretrained (model and tokenizer)",
+        ),
+    )
 
 
 # --- cold and warm start, docker ----------------------------------------------------------------
