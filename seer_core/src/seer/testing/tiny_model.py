@@ -106,7 +106,8 @@ def build_tiny_model(
     trainer reaches on the built-in text. The same arguments give byte-identical files, and the caller's
     torch RNG state is left untouched.
     ``max_shard_size`` (``"128MB"``) splits the weights into shards with a
-    ``model.safetensors.index.json``, as large checkpoints on the Hub are (see :mod:`seer.testing.scale_model`).
+    ``model.safetensors.index.json``, as large checkpoints on the Hub are
+    (see :mod:`seer.testing.scale_model`).
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -133,7 +134,10 @@ def build_tiny_model(
         model = LlamaForCausalLM(config)
     model.generation_config.do_sample = False
     with _quiet():
-        model.save_pretrained(dest, **({"max_shard_size": max_shard_size} if max_shard_size else {}))
+        if max_shard_size:
+            model.save_pretrained(dest, max_shard_size=max_shard_size)
+        else:
+            model.save_pretrained(dest)
         tokenizer.save_pretrained(dest)
     (dest / "README.md").write_text(
         "# tiny-llama (seer testing)\n\n"
