@@ -53,7 +53,7 @@ def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def running_local_sandboxes() -> list[str]:
-    from seer.providers.local import LocalProvider
+    from seer.providers.local.provider import LocalProvider
 
     return [m.id for m in LocalProvider().list() if m.status.alive]
 
@@ -61,7 +61,7 @@ def running_local_sandboxes() -> list[str]:
 @pytest.fixture(scope="session", autouse=True)
 def _no_leaked_sandboxes() -> Iterator[None]:
     yield
-    from seer.providers.local import LocalProvider
+    from seer.providers.local.provider import LocalProvider
 
     leaked = running_local_sandboxes()
     for sandbox_id in leaked:

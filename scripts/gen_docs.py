@@ -24,7 +24,7 @@ from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
-from seer._fieldtext import default_text, type_text
+from seer.config.fieldtext import default_text, type_text
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -88,7 +88,7 @@ def blocks() -> dict[str, dict[str, str]]:
     modes = ["| value | what it is |", "|---|---|"] + [
         f"| `{m.value}` | {_member_doc(ExecutionMode, m.name)} |" for m in ExecutionMode
     ]
-    from seer.providers.local import PASSTHROUGH
+    from seer.providers.local.provider import PASSTHROUGH
 
     passthrough = ", ".join(f"`{name}`" for name in PASSTHROUGH)
     return {

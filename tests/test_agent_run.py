@@ -25,7 +25,7 @@ from _model_kit import MODEL_ID, tiny_dirs
 from mcp.shared.exceptions import MCPError
 from seer import Sandbox
 from seer.notebook import JupyterClient
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError
 from seer.providers.base import Capabilities
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 
 pytestmark = pytest.mark.unit
 

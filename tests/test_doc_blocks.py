@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 def skill_md(tmp: Path) -> Path:
     """seer's SKILL.md as the package renders it, in a file the runner can parse."""
-    from seer import skill
+    from seer import guide as skill
 
     path = tmp / "SKILL.md"
     path.write_text(skill.skill().skill_md)

@@ -7,7 +7,7 @@ which modules import which; it cannot see *names*. This walks the source trees' 
   module of ``seer`` or a private name from it, or touches an attribute that only seer defines
   with a leading underscore (``sandbox._env``, ``session._save = ...``);
 * no module of core does that with another core module's private names. A private *module*
-  (``seer.providers._procs``) is for the modules of its own package.
+  (``seer.providers._helpers``, say) is for the modules of its own package.
 
 An attribute counts as seer's private name when some core module defines it (a ``_function``,
 ``_Class``, ``self._attr = ...`` or class attribute) and the module using it does not. Uses on
@@ -191,7 +191,7 @@ def test_the_scan_finds_reach_ins() -> None:
     assert outside == {
         "imports the private module seer.providers._procs",
         "from seer.config import _depth",
-        "imports the private module seer.providers._local_env",
+        "from seer.providers import _local_env",  # no such module now: a private name all the same
         "sandbox._services",
         "session._save",
     }

@@ -24,8 +24,8 @@ import pytest
 from seer import Sandbox, cli
 from seer.errors import InvalidSandboxIdError, SandboxNotFoundError
 from seer.ids import check_sandbox_id, sandbox_id_providers
-from seer.providers import _procs
-from seer.providers.local import LocalProvider
+from seer.providers import procs
+from seer.providers.local.provider import LocalProvider
 from seer.state import seer_home
 from typer.testing import CliRunner
 
@@ -140,7 +140,7 @@ def test_a_planted_record_in_seer_home_cannot_name_other_processes(run, victim) 
     is signalled, and the fake sandbox is reported as what it is, a lost one."""
     sandbox_id = "local-0123456789"
     folder = seer_home() / "local" / sandbox_id
-    supervisor = {"pid": victim.pid, "started": _procs.start_time(victim.pid)}
+    supervisor = {"pid": victim.pid, "started": procs.start_time(victim.pid)}
     _plant(folder, victim, supervisor)
     try:
         listed = {m.id: m.status.value for m in LocalProvider().list()}

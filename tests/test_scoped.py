@@ -367,7 +367,7 @@ def test_the_expose_mode_gets_the_served_interface(
     scoped: ScopedSandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from seer import plugins
-    from seer.modes import ExposeMode
+    from seer.expose import ExposeMode
 
     seen: list[Any] = []
 

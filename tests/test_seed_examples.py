@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from _model_kit import HIDDEN_ADAPTER_ID, HIDDEN_BASE_ID, MODEL_ID, hidden_hits, install_all, tiny_dirs
 from seer import Sandbox
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -34,7 +34,7 @@ import anyio
 import pytest
 from _doc_runner import Block, last_json, page_env, parse, run_page, tool_calls, unknown_seer_command
 from _model_kit import MODEL_ID, install_all, tiny_dirs
-from seer import skill
+from seer import guide as skill
 from seer.config import GPU_CATALOGUE, ModelConfig, RepoConfig, SandboxConfig
 from seer.workspace import Skill
 

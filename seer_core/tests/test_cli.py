@@ -18,7 +18,7 @@ import pytest
 import typer
 from seer import Sandbox, SandboxConfig, SeerError, cli, hookimpl, plugins
 from seer.providers.base import Availability, MachineInfo, MachineStatus, Provider
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.unit

@@ -20,9 +20,9 @@ from _model_kit import (
     tiny_dirs,
 )
 from seer import ConfigError, ExecError, ExecTimeoutError, Library, Sandbox, SandboxConfig, Workspace
-from seer.cli_session import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession, DirEntry
 from seer.errors import PluginError, SandboxError
 from seer.execution import create_cli_session
+from seer.sessions.shell import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession, DirEntry
 from seer.state import seer_home
 
 pytestmark = pytest.mark.e2e
@@ -129,7 +129,7 @@ def test_a_session_is_found_again_by_id(session: CliSession, sandbox: Sandbox) -
 
 def test_a_session_is_found_from_another_process(session: CliSession, sandbox: Sandbox) -> None:
     code = (
-        "import sys\nfrom seer.cli_session import CliSession\n"
+        "import sys\nfrom seer.sessions.shell import CliSession\n"
         "s = CliSession.attach(sys.argv[1], sys.argv[2])\n"
         "print(s.run(\"python -c 'import helpers; print(helpers.double(4))'\").stdout, end='')\n"
     )

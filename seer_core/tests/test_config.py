@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from seer import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
 from seer.config import GPU_CATALOGUE
-from seer.secrets import read_dotenv, resolve_secrets
+from seer.config.secrets import read_dotenv, resolve_secrets
 
 pytestmark = pytest.mark.unit
 

@@ -22,8 +22,8 @@ import pytest
 from seer import ConfigError, Sandbox, SandboxConfig, load_config, plugins
 from seer.config import GPU_CATALOGUE, ModelConfig
 from seer.errors import MissingSecretError
-from seer.providers import local as local_provider
-from seer.providers.local import LocalProvider
+from seer.providers.local import provider as local_provider
+from seer.providers.local.provider import LocalProvider
 
 # Unit, though one case (system-package-not-installed-locally) has the local provider ask
 # dpkg-query whether a package is installed: a read-only local query, no sandbox is made.
@@ -276,6 +276,12 @@ CASES = [
         {"models": ["gpt2", "distilgpt2"]},
         "models[1].var_name",
         "already used by models[0]",
+    ),
+    Case(
+        "model-path-variable-clash",
+        {"models": ["org/a-b", {"name": "org/a_b", "var_name": "m2"}]},
+        "models[1].name",
+        "MODEL_ORG_A_B_PATH is also models[0]'s ('org/a-b')",
     ),
     Case(
         "var-name-is-another-models-tokenizer",

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.unit
 #: A mode that leaves a mark in the sandbox it prepares: proof that its hook ran there.
 MARKER_PLUGIN = """
     import seer
-    from seer.modes import ExecutionModePlugin
+    from seer.sandbox.execution_mode import ExecutionModePlugin
 
     class MarkerMode(ExecutionModePlugin):
         name = "marker"

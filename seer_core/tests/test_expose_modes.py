@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from seer import Library, Skill, plugins
 from seer.errors import ConfigError
-from seer.modes import ExposeMode
-from seer.modes.expose import (
+from seer.expose import ExposeMode
+from seer.expose.modes import (
     LibraryMode,
     PromptMode,
     SkillMode,
@@ -419,7 +419,7 @@ def _internal_helper():
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from seer import SandboxConfig
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
 
     interface = tmp_path_factory.mktemp("iface") / "interface.py"
     interface.write_text(SEED_INTERFACE)

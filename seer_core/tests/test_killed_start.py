@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from seer import SandboxConfig, cli
-from seer.providers import _procs
-from seer.providers.local import sandbox_dir
+from seer.providers import procs
+from seer.providers.local.provider import sandbox_dir
 from seer.state import seer_home
 from typer.testing import CliRunner
 
@@ -63,13 +63,13 @@ def test_a_start_killed_at_any_step_leaves_nothing(step: str) -> None:
         (sandbox_id,) = _folders() - before
         assert _ls()[sandbox_id] == "starting", f"paused at {client.step!r}"
         if step == "jupyter":
-            assert _procs.marked_pids(sandbox_id), "the Jupyter server should be running"
+            assert procs.marked_pids(sandbox_id), "the Jupyter server should be running"
         supervisor = json.loads((sandbox_dir(sandbox_id) / "meta.json").read_text())["supervisor"]["pid"]
         client.kill()
 
         assert wait_for(lambda: _ls("--all").get(sandbox_id) == "lost", PROMPTLY), _ls("--all")
-    assert wait_for(lambda: not _procs.marked_pids(sandbox_id), PROMPTLY), _procs.marked_pids(sandbox_id)
-    assert wait_for(lambda: not _procs.alive(supervisor), PROMPTLY)
+    assert wait_for(lambda: not procs.marked_pids(sandbox_id), PROMPTLY), procs.marked_pids(sandbox_id)
+    assert wait_for(lambda: not procs.alive(supervisor), PROMPTLY)
     folder: Path = sandbox_dir(sandbox_id)
     assert not (folder / "root").exists() and not (folder / "venv").exists()
     assert not (folder / "secrets.json").exists()
@@ -77,7 +77,7 @@ def test_a_start_killed_at_any_step_leaves_nothing(step: str) -> None:
 
     down = CliRunner().invoke(cli.create_app(), ["down", sandbox_id], prog_name="seer")
     assert (down.exit_code, down.stdout) == (0, f"{sandbox_id}: already lost\n"), down.output
-    assert not _procs.marked_pids(sandbox_id)
+    assert not procs.marked_pids(sandbox_id)
 
 
 def test_a_starting_sandbox_can_be_taken_down(tmp_path: Path) -> None:

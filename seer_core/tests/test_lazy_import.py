@@ -104,10 +104,10 @@ def test_the_local_supervisor_loads_neither_pydantic_nor_pluggy() -> None:
     seen = _fresh(
         """
         import json, sys
-        import seer.providers._supervisor
+        import seer.providers.local.supervisor
         print(json.dumps(sorted(sys.modules)))
         """
     )
     heavy = {m for m in seen if m.split(".")[0] in (*CLIENT_SIDE, "filelock", "packaging")}
     assert not heavy, sorted(heavy)
-    assert not {"seer.config", "seer.plugins", "seer.providers.local"} & set(seen)
+    assert not {"seer.config", "seer.plugins", "seer.providers.local.provider"} & set(seen)

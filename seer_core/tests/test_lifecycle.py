@@ -19,9 +19,9 @@ import pytest
 from _teardown_kit import wait_for as _wait_for
 from seer import ExecutionMode, Sandbox, SandboxConfig
 from seer.errors import SandboxNotRunningError
-from seer.providers import _procs
+from seer.providers import procs
 from seer.providers.base import MachineStatus
-from seer.providers.local import LocalProvider, sandbox_dir
+from seer.providers.local.provider import LocalProvider, sandbox_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -69,22 +69,22 @@ def test_sigkilled_client_leaves_nothing_after_timeout() -> None:
     client, info = _start_client(timeout=6)
     sandbox_id = str(info["id"])
     try:
-        assert _procs.marked_pids(sandbox_id), "the sandbox's processes should be running"
+        assert procs.marked_pids(sandbox_id), "the sandbox's processes should be running"
         client.send_signal(signal.SIGKILL)
         client.wait(timeout=10)
 
         # The client is gone; the sandbox is not (it outlives its client until its timeout).
         assert _listed_status(sandbox_id) is MachineStatus.RUNNING
-        assert _procs.alive(int(info["bg"]))  # type: ignore[arg-type]
+        assert procs.alive(int(info["bg"]))  # type: ignore[arg-type]
         meta = json.loads((sandbox_dir(sandbox_id) / "meta.json").read_text())
         supervisor = meta["supervisor"]["pid"]
 
         # Once the timeout passes, the supervisor tears everything down by itself.
-        assert _wait_for(lambda: not _procs.marked_pids(sandbox_id), timeout=SLOW), (
-            f"processes left behind: {_procs.marked_pids(sandbox_id)}"
+        assert _wait_for(lambda: not procs.marked_pids(sandbox_id), timeout=SLOW), (
+            f"processes left behind: {procs.marked_pids(sandbox_id)}"
         )
-        assert _wait_for(lambda: not _procs.alive(supervisor), timeout=SLOW)
-        assert not _procs.alive(int(info["bg"]))  # type: ignore[arg-type]
+        assert _wait_for(lambda: not procs.alive(supervisor), timeout=SLOW)
+        assert not procs.alive(int(info["bg"]))  # type: ignore[arg-type]
         assert _listed_status(sandbox_id) is MachineStatus.EXPIRED
         assert not (sandbox_dir(sandbox_id) / "root").exists()
     finally:
@@ -99,12 +99,12 @@ def test_dead_supervisor_is_reported_lost_and_cleaned_up() -> None:
         sb.machine.start_process("sleep 600", name="sleeper")
         meta = json.loads((sandbox_dir(sb.sandbox_id) / "meta.json").read_text())
         os.kill(meta["supervisor"]["pid"], signal.SIGKILL)
-        assert _wait_for(lambda: not _procs.alive(meta["supervisor"]["pid"]), timeout=SLOW)
+        assert _wait_for(lambda: not procs.alive(meta["supervisor"]["pid"]), timeout=SLOW)
 
         # Its supervisor died without tearing down: listing must not call it running, and
         # must clean up what it left.
         assert _listed_status(sb.sandbox_id) is MachineStatus.LOST
-        assert not _procs.marked_pids(sb.sandbox_id)
+        assert not procs.marked_pids(sb.sandbox_id)
         assert sb.status is MachineStatus.LOST
         with pytest.raises(SandboxNotRunningError):
             sb.exec("true")
@@ -143,7 +143,7 @@ def test_timeout_tears_down_a_sandbox_whose_client_is_alive() -> None:
     try:
         sb.machine.start_process("sleep 600", name="sleeper")
         assert _wait_for(lambda: sb.status is MachineStatus.EXPIRED, timeout=SLOW)
-        assert not _procs.marked_pids(sb.sandbox_id)
+        assert not procs.marked_pids(sb.sandbox_id)
         with pytest.raises(SandboxNotRunningError):
             sb.write_file("late.txt", "too late")
     finally:
@@ -156,11 +156,11 @@ def test_terminate_is_idempotent_and_kills_everything() -> None:
         sb.exec("setsid sleep 600 > /dev/null 2>&1 < /dev/null &")
         sb.machine.start_process(["sleep", "600"], name="sleeper")
         # /proc/<pid>/environ reads empty while a process is mid-exec: give both a moment.
-        assert _wait_for(lambda: len(_procs.marked_pids(sb.sandbox_id)) >= 2, timeout=5)
+        assert _wait_for(lambda: len(procs.marked_pids(sb.sandbox_id)) >= 2, timeout=5)
         workdir = Path(sb.workdir)
     finally:
         sb.terminate()
-    assert not _procs.marked_pids(sb.sandbox_id)
+    assert not procs.marked_pids(sb.sandbox_id)
     assert not workdir.exists()
     assert sb.status is MachineStatus.TERMINATED
     sb.terminate()  # again: no error

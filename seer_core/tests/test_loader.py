@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from seer import ConfigError, ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, Sandbox, load_config
-from seer.providers import local as local_provider
-from seer.providers._local_env import unsatisfied
+from seer.providers.local import provider as local_provider
+from seer.providers.local.env import unsatisfied
 
 pytestmark = pytest.mark.unit
 

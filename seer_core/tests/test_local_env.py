@@ -1,12 +1,12 @@
-"""Which ``python_packages`` the client already has (``seer.providers._local_env.unsatisfied``)."""
+"""Which ``python_packages`` the client already has (``seer.providers.local.env.unsatisfied``)."""
 
 from __future__ import annotations
 
 from importlib import metadata
 
 import pytest
-from seer.providers import _local_env
-from seer.providers._local_env import unsatisfied
+from seer.providers.local import env as local_env
+from seer.providers.local.env import unsatisfied
 
 pytestmark = pytest.mark.unit
 
@@ -15,7 +15,7 @@ def test_no_packages_lists_no_installed_distributions(monkeypatch: pytest.Monkey
     def listing() -> None:
         raise AssertionError("listed every installed distribution")
 
-    monkeypatch.setattr(_local_env.metadata, "distributions", listing)
+    monkeypatch.setattr(local_env.metadata, "distributions", listing)
     assert unsatisfied([]) == []
     # Named packages are looked up one by one, never by listing them all either.
     assert unsatisfied(["pytest"]) == []

@@ -18,7 +18,7 @@ import pytest
 from seer import Library, Skill, Workspace
 from seer.errors import ConfigError, ExecError, ExecTimeoutError
 from seer.execution import create_local_session
-from seer.local_session import LocalSession
+from seer.sessions.workdir import LocalSession
 
 pytestmark = pytest.mark.unit
 
@@ -269,7 +269,7 @@ def _plain_env() -> dict[str, str]:
 def test_pattern_4_plain(tmp_path):
     """Pattern 4 without a model: serve, put the library in a workspace, local code imports it."""
     from seer import SandboxConfig
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
 
     (tmp_path / "interface.py").write_text(PLAIN_INTERFACE)
     scoped = ScopedSandbox(SandboxConfig(timeout=300))
@@ -341,7 +341,7 @@ def test_pattern_4_with_the_tiny_model(tmp_path_factory, worker_id, tmp_path):
 def test_seed_example_3_mcp_config_in_a_workspace(tmp_path):
     """Seed 004 Example 3: the ``mcp`` expose mode's config given in ``libraries``."""
     from seer import SandboxConfig, plugins
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
 
     if "mcp" not in plugins.expose_modes():
         pytest.skip("the mcp expose mode (seer-mcp) is not installed")

@@ -37,10 +37,10 @@ from _model_kit import (
 )
 from seer import ModelConfig, Sandbox, SandboxConfig
 from seer.errors import ModelFetchError, SandboxStartError
-from seer.models import ModelHandle, name_hmac
-from seer.providers.local import LocalProvider, hf_hub_cache
+from seer.providers.local.provider import LocalProvider, hf_hub_cache
 from seer.runtime.fetch import select_files
 from seer.runtime.models import env_var_for
+from seer.sandbox.model_cache import ModelHandle, name_hmac
 
 pytestmark = pytest.mark.e2e
 
@@ -582,9 +582,9 @@ def test_a_killed_fetcher_names_the_signal_and_the_sandboxs_state(status: str) -
     from types import SimpleNamespace
 
     from seer.errors import SandboxError
-    from seer.models import _run_fetcher
     from seer.progress import Progress
     from seer.providers.base import MachineStatus
+    from seer.sandbox.model_cache import _run_fetcher
 
     sandbox = SimpleNamespace(
         config=SimpleNamespace(models=[ModelConfig(name=MODEL_ID)]),

@@ -168,7 +168,7 @@ def test_kernel_websocket_refused_without_token(plain: Sandbox, nb: NotebookSess
 
 
 def test_server_failure_names_the_step_and_shows_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    from seer.modes import builtin
+    from seer.notebook import server as builtin
 
     monkeypatch.setattr(builtin, "_SERVER_LAUNCHER", "import sys\nprint('jupyter-boom')\nsys.exit(3)\n")
     with pytest.raises(SandboxStartError) as info:
@@ -179,7 +179,7 @@ def test_server_failure_names_the_step_and_shows_the_log(monkeypatch: pytest.Mon
 
 def test_server_starts_in_prepare_when_packages_come_later(monkeypatch: pytest.MonkeyPatch) -> None:
     # A machine whose packages are installed by the packages step cannot start Jupyter early.
-    from seer.providers.local import LocalProvider
+    from seer.providers.local.provider import LocalProvider
 
     create = LocalProvider.create
 

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-import seer.notebook as notebook
+import seer.notebook.session as notebook
 from seer.errors import NotebookError
 from seer.notebook import NotebookSession
 
@@ -56,7 +56,7 @@ class FakeChannels:
         self.sent.append(msg)
         if self.what == "drop":
             self.closed = True
-            self.inbox.append(notebook._Closed("the server closed it"))
+            self.inbox.append(notebook.ChannelClosed("the server closed it"))
         elif self.what == "answer":
             content = {"language_info": {"name": "python", "version": "3.11"}}
             self.inbox.append({"channel": "control", "parent_header": msg["header"], "content": content})
@@ -73,7 +73,7 @@ class FakeChannels:
 
 @pytest.fixture
 def channels(monkeypatch: pytest.MonkeyPatch) -> type[FakeChannels]:
-    monkeypatch.setattr(notebook, "_KernelChannels", FakeChannels)
+    monkeypatch.setattr(notebook, "KernelChannels", FakeChannels)
     monkeypatch.setattr(notebook, "CONNECT_RETRY_PAUSE", 0.0, raising=False)
     FakeChannels.made = []
     return FakeChannels

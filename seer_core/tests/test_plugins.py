@@ -36,7 +36,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None) -
 
 EXPOSE_PLUGIN = """
     import seer
-    from seer.modes import ExposeMode
+    from seer.expose import ExposeMode
 
     class Shout(ExposeMode):
         name = "shout"
@@ -77,7 +77,7 @@ def test_name_collision_names_both_distributions(site: Path) -> None:
         "seer_impostor",
         """
         import seer
-        from seer.providers.local import LocalProvider
+        from seer.providers.local.provider import LocalProvider
 
         class Impostor(LocalProvider):
             name = "local"
@@ -162,7 +162,7 @@ def test_a_registration_without_a_name_is_an_error(site: Path) -> None:
         "seer_nameless",
         """
         import seer
-        from seer.modes import ExecutionModePlugin
+        from seer.sandbox.execution_mode import ExecutionModePlugin
 
         class Nameless(ExecutionModePlugin):
             pass

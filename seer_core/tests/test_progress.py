@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from seer.progress import Progress
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 
 pytestmark = pytest.mark.e2e
 

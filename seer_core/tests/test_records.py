@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from seer import Sandbox, SandboxConfig, cli
-from seer.providers.local import sandbox_dir
+from seer.providers.local.provider import sandbox_dir
 from seer.state import RECORD_TTL, prune_records, record_path, seer_home
 from typer.testing import CliRunner
 

@@ -16,7 +16,7 @@ import pytest
 from seer import RepoConfig, Sandbox, SandboxConfig, hookimpl, plugins
 from seer.errors import MissingSecretError, SandboxStartError
 from seer.providers.base import MachineStatus
-from seer.providers.local import LocalProvider, sandbox_dir
+from seer.providers.local.provider import LocalProvider, sandbox_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -312,11 +312,11 @@ def test_core_env_reaches_every_command_and_survives_attach(sandboxes):
 
 @pytest.mark.unit
 def test_mode_requirements_join_python_packages_unless_named():
-    from seer.sandbox import _with_required
+    from seer.sandbox.bootstrap import with_required
 
-    assert _with_required(["numpy", "ipykernel>=6"], ["ipykernel", "jupyter_server>=2"]) == [
+    assert with_required(["numpy", "ipykernel>=6"], ["ipykernel", "jupyter_server>=2"]) == [
         "numpy",
         "ipykernel>=6",
         "jupyter_server>=2",
     ]
-    assert _with_required(["./local/pkg"], ["Jupyter-Server"]) == ["./local/pkg", "Jupyter-Server"]
+    assert with_required(["./local/pkg"], ["Jupyter-Server"]) == ["./local/pkg", "Jupyter-Server"]

@@ -14,7 +14,7 @@ from _teardown_kit import seer_down_from, wait_for
 from seer import Sandbox, SandboxConfig
 from seer.errors import SandboxError
 from seer.execution import create_notebook_session
-from seer.providers.local import LocalProvider, sandbox_dir
+from seer.providers.local.provider import LocalProvider, sandbox_dir
 
 pytest.importorskip("websocket")
 

@@ -4,6 +4,7 @@ is shown, and installing into a real local sandbox and into a local directory.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -571,12 +572,28 @@ def test_install_local(tmp_path: Path) -> None:
 
 def test_install_local_keeps_files_inside_the_directory(tmp_path: Path) -> None:
     src = write(tmp_path / "a.txt", "a")
-    for remote in ("/etc/a.txt", "../a.txt"):
-        with pytest.raises(
-            ConfigError, match=r"local_files\[0\]: .* is outside .*needs a relative workspace path"
-        ):
-            Workspace(local_files=[(src, remote)]).install_local(tmp_path / "work")
+    with pytest.raises(
+        ConfigError, match=r"local_files\[0\]: .* is outside .*needs a relative workspace path"
+    ):
+        Workspace(local_files=[(src, "/etc/a.txt")]).install_local(tmp_path / "work")
     assert not (tmp_path / "work").exists()  # checked before anything is written
+
+
+@pytest.mark.parametrize("remote", ["../a.txt", "data/../../a.txt", ".."])
+def test_a_workspace_path_leading_out_of_the_working_directory_is_refused(
+    tmp_path: Path, remote: str
+) -> None:
+    """Refused when the Workspace is made, before any sandbox: the copy would land outside the
+    working directory (on the local provider, anywhere on the client's disk), as SandboxConfig's
+    local_files refuses too."""
+    src = write(tmp_path / "a.txt", "a")
+    (tmp_path / "d").mkdir()
+    for field_name, value in (("local_files", [(src, remote)]), ("local_dirs", [(tmp_path / "d", remote)])):
+        with pytest.raises(
+            ConfigError, match=rf"{field_name}\[0\]: .*{re.escape(repr(remote))} leads out of"
+        ):
+            Workspace(**{field_name: value})
+    assert Workspace(local_files=[(src, "data/../a.txt")]).local_files[0][1] == "data/../a.txt"
 
 
 def test_classes_are_exported_from_seer() -> None:

@@ -152,8 +152,8 @@ def test_render_scalars_strings_and_nested_values() -> None:
 
 @pytest.fixture(scope="module")
 def scoped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    pytest.importorskip("seer.scoped")
-    from seer.scoped import ScopedSandbox
+    pytest.importorskip("seer.sandbox.scoped")
+    from seer.sandbox.scoped import ScopedSandbox
 
     box = ScopedSandbox(SandboxConfig(timeout=900)).start()
     try:

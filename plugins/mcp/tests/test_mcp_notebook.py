@@ -33,7 +33,7 @@ from seer import Sandbox, SandboxConfig
 from seer.errors import PluginError
 from seer.execution import create_notebook_session
 from seer.notebook import JupyterClient, NotebookSession
-from seer.providers.local import LocalProvider
+from seer.providers.local.provider import LocalProvider
 from test_mcp_notebook_tools import NOTEBOOK_EDITING_TOOLS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from seer import Library, Sandbox, SandboxConfig, Workspace
-from seer.cli_session import CliSession
 from seer.execution import create_cli_session
+from seer.sessions.shell import CliSession
 from seer.state import seer_home
 from seer_mcp.shell import DEFAULT_TIMEOUT, MAX_OUTPUT, TOOLS
 

@@ -19,7 +19,7 @@ import pytest
 from _docker_kit import docker_config
 from _model_kit import HIDDEN_ADAPTER_ID, HIDDEN_NEEDLES, MODEL_ID, tiny_dirs
 from seer import Sandbox
-from seer.models import name_hmac
+from seer.sandbox.model_cache import name_hmac
 from seer.state import seer_home
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

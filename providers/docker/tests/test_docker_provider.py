@@ -241,7 +241,7 @@ def test_bad_provider_options_fail_before_anything_is_made(
 
 
 def test_gpu_on_a_host_without_gpus_is_a_config_error(docker_engine: Any) -> None:
-    from seer.providers.local import detect_gpus
+    from seer.providers.local.provider import detect_gpus
 
     if detect_gpus():
         pytest.skip("this Docker host has an NVIDIA GPU")

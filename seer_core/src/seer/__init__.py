@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
+    from seer.config.files import load_config
     from seer.errors import (
         ConfigError,
         ExecError,
@@ -27,10 +28,9 @@ if TYPE_CHECKING:
         SeerError,
     )
     from seer.hookspecs import hookimpl
-    from seer.loader import load_config
     from seer.providers.base import ExecResult, Snapshot
     from seer.sandbox import RepoHandle, Sandbox
-    from seer.scoped import ScopedSandbox
+    from seer.sandbox.scoped import ScopedSandbox
     from seer.workspace import Library, Skill, Workspace
 
     __version__: str
@@ -51,13 +51,13 @@ _LAZY: dict[str, str] = {
     "SandboxConfig": "seer.config",
     "SandboxError": "seer.errors",
     "SandboxStartError": "seer.errors",
-    "ScopedSandbox": "seer.scoped",
+    "ScopedSandbox": "seer.sandbox.scoped",
     "SeerError": "seer.errors",
     "Skill": "seer.workspace",
     "Snapshot": "seer.providers.base",
     "Workspace": "seer.workspace",
     "hookimpl": "seer.hookspecs",
-    "load_config": "seer.loader",
+    "load_config": "seer.config.files",
 }
 
 __all__ = [

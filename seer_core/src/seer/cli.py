@@ -635,7 +635,7 @@ def skill_install(
     notebook MCP server, CLI sessions, scoped sandboxes, GPUs, cleanup. Prints the file's
     absolute path.
     """
-    from seer import skill
+    from seer import guide as skill
 
     target = directory if directory is not None else Path(skill.DEFAULT_DIR)
     try:
@@ -648,7 +648,7 @@ def skill_install(
 @_handle_errors
 def skill_show() -> None:
     """Print seer's own agent skill (the SKILL.md that `seer skill install` writes)."""
-    from seer import skill
+    from seer import guide as skill
 
     typer.echo(skill.skill().skill_md, nl=False)
 

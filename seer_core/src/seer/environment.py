@@ -24,7 +24,7 @@ from seer.config import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig
 from seer.errors import ConfigError, ConfigProblem
 from seer.providers.base import Snapshot
 from seer.sandbox import RepoHandle, Sandbox
-from seer.scoped import ScopedSandbox
+from seer.sandbox.scoped import ScopedSandbox
 
 __all__ = [
     "EnvironmentHandle",
@@ -83,7 +83,7 @@ def setup_environment(
     provisioned, as is any other config problem. ``name`` defaults to the config's ``name``.
     """
     if isinstance(config, str | os.PathLike):
-        from seer.loader import load_config
+        from seer.config.files import load_config
 
         config = load_config(Path(config))
     if config.execution_mode != ExecutionMode.NOTEBOOK:

@@ -39,7 +39,7 @@ def seer_register_expose_modes(register: Callable[..., None]) -> None:
     """Register expose modes: ``register(MyExposeMode)``.
 
     An expose mode turns a served interface into what the agent gets (a library, MCP config,
-    prompt text, a skill, ...). Each class subclasses :class:`seer.modes.ExposeMode`.
+    prompt text, a skill, ...). Each class subclasses :class:`seer.expose.ExposeMode`.
     """
 
 
@@ -48,7 +48,7 @@ def seer_register_execution_modes(register: Callable[..., None]) -> None:
     """Register execution modes: ``register(MyExecutionMode)``.
 
     An execution mode prepares a sandbox for one way of working (notebook, cli, local). Each
-    class subclasses :class:`seer.modes.ExecutionModePlugin`.
+    class subclasses :class:`seer.sandbox.execution_mode.ExecutionModePlugin`.
     """
 
 

@@ -28,15 +28,17 @@ from seer import hookspecs
 from seer.errors import OUR_VERSIONS, PluginError, UnknownPluginError
 
 if TYPE_CHECKING:
-    from seer.modes import ExecutionModePlugin, ExposeMode
+    from seer.expose import ExposeMode
     from seer.providers.base import Provider
+    from seer.sandbox.execution_mode import ExecutionModePlugin
 
 ENTRY_POINT_GROUP = "seer"
 
-#: Built-in plugin modules, registered exactly like entry-point plugins.
+#: Built-in plugins (``module:object``, as an entry point names one), registered exactly like
+#: entry-point plugins; both live in :mod:`seer.builtin`.
 BUILTIN_PLUGINS: dict[str, str] = {
-    "local": "seer.providers.local",
-    "builtin-modes": "seer.modes.builtin",
+    "local": "seer.builtin:LocalProviderPlugin",
+    "builtin-modes": "seer.builtin:BuiltinModes",
 }
 
 #: Names published by seer's own optional members, and the extra that installs each.
@@ -143,8 +145,9 @@ def _load() -> _State:
                 name, CORE_DISTRIBUTION, core_version, True, skipped="SEER_DISABLE_PLUGINS"
             )
             continue
-        module = importlib.import_module(module_name)
-        state.pm.register(module, name=name)
+        module_path, _, attr = module_name.partition(":")
+        module = importlib.import_module(module_path)
+        state.pm.register(getattr(module, attr) if attr else module, name=name)
         state.plugins[name] = LoadedPlugin(name, CORE_DISTRIBUTION, core_version, True)
 
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):

@@ -738,6 +738,18 @@ def _file_pairs(
                 ConfigProblem(where, f"the workspace path for {str(local)!r} must be a non-empty string")
             )
             continue
+        normal = posixpath.normpath(remote)
+        if normal == ".." or normal.startswith("../"):
+            # as for SandboxConfig.local_files: the copy would land outside the working directory
+            # (on the local provider, anywhere on the client's disk) and outlive the sandbox
+            problems.append(
+                ConfigProblem(
+                    where,
+                    f"the workspace path {remote!r} leads out of the sandbox's working directory "
+                    "('..'); keep it inside (e.g. 'data/file.txt')",
+                )
+            )
+            continue
         pairs.append((str(path.resolve()), remote))
     return pairs
 

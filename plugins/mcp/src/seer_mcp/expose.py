@@ -18,7 +18,7 @@ import sys
 from typing import Any, ClassVar
 
 from seer.errors import ConfigError
-from seer.modes import ExposeMode
+from seer.expose import ExposeMode
 
 __all__ = ["McpMode", "mcp_config"]
 

@@ -61,7 +61,14 @@ from seer.errors import (
     NotebookError,
     SeerError,
 )
-from seer.notebook import NO_MODELS_TEXT, CellResult, JupyterClient, NotebookSession, strip_ansi
+from seer.notebook import (
+    NO_MODELS_TEXT,
+    CellResult,
+    JupyterClient,
+    NotebookSession,
+    strip_ansi,
+    write_notebook,
+)
 
 from seer_mcp._progress import with_progress
 
@@ -202,11 +209,12 @@ class _NotebookWriter:
 
     A NotebookSession rewrites its notebook (in the sandbox, or through the Jupyter contents API,
     and its local mirror) after every cell, on the caller's thread; through the contents API that
-    costs more than running ``1+1``. The writer takes the place of the session's ``_save``: the
-    notebook is still rendered at once (under the session's lock, where the session saves), but
-    written by the writer's thread, one write at a time, :data:`WRITE_DELAY` after the save that
-    asked for it; a save meanwhile replaces it (the newer one holds everything), so a burst of
-    cells is written once. ``flush()`` writes what is pending now and waits for it.
+    costs more than running ``1+1``. The writer is installed as the session's
+    :attr:`~seer.notebook.NotebookSession.writer`: the notebook is still rendered at once (under
+    the session's lock, where the session saves), but written by the writer's thread with seer's
+    own :func:`~seer.notebook.write_notebook`, one write at a time, :data:`WRITE_DELAY` after the
+    save that asked for it; a save meanwhile replaces it (the newer one holds everything), so a
+    burst of cells is written once. ``flush()`` writes what is pending now and waits for it.
     """
 
     def __init__(self, session: NotebookSession):
@@ -222,10 +230,10 @@ class _NotebookWriter:
             target=self._loop, name=f"seer-mcp-save-{session.session_id[:8]}", daemon=True
         )
         self._thread.start()
-        session._save = self.save  # type: ignore[method-assign]
+        session.writer = self.save
 
-    def save(self) -> None:
-        text = self.session._nb.render()
+    def save(self, session: NotebookSession, text: str) -> None:
+        """The session's writer: keep ``text`` (the rendered notebook) for the thread to write."""
         with self._cond:
             self._text = text
             self._cond.notify_all()
@@ -246,7 +254,7 @@ class _NotebookWriter:
                 text, self._text = self._text, None
                 self._writing = True
             try:
-                self._write(text)
+                write_notebook(self.session, text)
                 self.error = None
             except Exception as exc:
                 self.error = _redact(f"{type(exc).__name__}: {exc}")
@@ -254,23 +262,6 @@ class _NotebookWriter:
                 with self._cond:
                     self._writing = False
                     self._cond.notify_all()
-
-    def _write(self, text: str) -> None:
-        session = self.session
-        if session.sandbox is not None:
-            session.sandbox.write_file(session.notebook_path, text)
-        else:
-            # The rendered text as a file: what the sandbox path writes, byte for byte.
-            path = urllib.parse.quote(session.notebook_path.strip("/"))
-            session.client.call(
-                "PUT", f"/api/contents/{path}", {"type": "file", "format": "text", "content": text}
-            )
-        mirror = session.local_path
-        if mirror is not None:
-            mirror.parent.mkdir(parents=True, exist_ok=True)
-            tmp = mirror.with_name(f".{mirror.name}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, mirror)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every save so far is written; False if that took longer than ``timeout``."""
@@ -289,13 +280,13 @@ class _NotebookWriter:
         return True
 
     def close(self, timeout: float = 30.0) -> None:
-        """Write what is pending, stop the thread, and give the session its own ``_save`` back."""
+        """Write what is pending, stop the thread, and give the session seer's own writer back."""
         self.flush(timeout)
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
         self._thread.join(timeout=5)
-        self.session.__dict__.pop("_save", None)
+        self.session.writer = write_notebook
 
 
 @dataclass
@@ -622,7 +613,7 @@ class SessionRegistry:
     def _add(self, entry: _Entry) -> _Entry:
         self._place_copy(entry.session)
         entry.writer = _NotebookWriter(entry.session)
-        entry.writer.save()  # the client-side copy holds the whole notebook from now on
+        entry.session.save()  # the client-side copy holds the whole notebook from now on
         with self._lock:
             closed = self._closed
             if not closed:
@@ -711,7 +702,7 @@ class SessionRegistry:
         before = entry.session.local_path
         self._place_copy(entry.session)
         if entry.session.local_path != before and entry.writer is not None:
-            entry.writer.save()
+            entry.session.save()
 
     # --- where the research record goes -------------------------------------------------------
     def sandbox_of(self, session: NotebookSession) -> Sandbox | None:
@@ -924,8 +915,7 @@ def _close_entry(entry: _Entry, *, shutdown: bool) -> None:
         entry.runner.stop()
     if entry.writer is not None:
         if entry.busy:  # a cell still runs: its outputs so far go in the notebook now
-            session._nb.invalidate()
-            entry.writer.save()
+            session.save(refresh=True)
         entry.writer.close()
     if shutdown:
         with contextlib.suppress(Exception):

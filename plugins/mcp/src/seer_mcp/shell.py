@@ -7,7 +7,7 @@
 
 It speaks MCP on stdio and works on a sandbox found with :meth:`seer.Sandbox.attach`: the one named
 by ``--sandbox`` or ``$SEER_SHELL_SANDBOX_ID``, or by a tool's ``sandbox_id`` argument. With a CLI
-session (``--session`` or ``$SEER_SHELL_SESSION_ID``, as :attr:`seer.cli_session.CliSession.mcp_config`
+session (``--session`` or ``$SEER_SHELL_SESSION_ID``, as :attr:`seer.sessions.shell.CliSession.mcp_config`
 sets them) commands get that session's working directory and environment (the workspace's
 libraries on ``PYTHONPATH``); without one, a plain shell in the sandbox's working directory.
 
@@ -36,9 +36,9 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
-from seer.cli_session import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession
 from seer.errors import ExecTimeoutError, SandboxNotFoundError, SeerError
 from seer.providers.base import ExecResult, OutputCallback
+from seer.sessions.shell import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession
 
 from seer_mcp._progress import with_progress
 

@@ -3,7 +3,7 @@
 A provider implements two small ABCs. :class:`Provider` creates, attaches to, lists and
 terminates machines; :class:`Machine` runs commands, moves files and exposes ports in one of them.
 Everything seer does *inside* a machine (packages, repos, models, Jupyter, RPC) is core code
-written once on top of these primitives (see :mod:`seer.bootstrap`), so a provider stays small.
+written once on top of these primitives (see :mod:`seer.sandbox.bootstrap`), so a provider stays small.
 
 :mod:`seer.testing.conformance` holds the contract suite every provider must pass.
 """

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from seer.providers import _procs
+from seer.providers import procs
 
 __all__ = ["starter_alive", "starter_info"]
 
@@ -22,7 +22,7 @@ __all__ = ["starter_alive", "starter_info"]
 def starter_info() -> dict[str, Any]:
     """This process, as a record: its pid and kernel start time (so a reused pid is not it)."""
     pid = os.getpid()
-    return {"pid": pid, "started": _procs.start_time(pid)}
+    return {"pid": pid, "started": procs.start_time(pid)}
 
 
 def starter_alive(info: Mapping[str, Any] | None) -> bool:
@@ -34,4 +34,4 @@ def starter_alive(info: Mapping[str, Any] | None) -> bool:
         pid = int(info.get("pid") or 0)
     except (TypeError, ValueError):
         return False
-    return pid > 1 and _procs.alive(pid, info.get("started"))
+    return pid > 1 and procs.alive(pid, info.get("started"))

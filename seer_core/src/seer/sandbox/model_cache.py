@@ -155,10 +155,12 @@ class ModelHandle:
         return HIDDEN_DISPLAY_NAME if self.hidden else self.name
 
     def to_dict(self) -> dict[str, Any]:
+        """The handle as JSON-able data, as the sandbox's client record keeps it."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelHandle:
+        """A handle from :meth:`to_dict`'s data (keys a newer seer added are ignored)."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -54,11 +54,11 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
-from seer.models import model_lookup_env
 from seer.progress import Progress
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
 from seer.sandbox import Sandbox
+from seer.sandbox.model_cache import model_lookup_env
 from seer.workspace import Workspace
 
 __all__ = ["INTERFACES_DIR", "ScopedSandbox"]

@@ -769,6 +769,29 @@ def _kernel_name_clashes(models: list[ModelConfig]) -> list[tuple[tuple[int | st
     return errors
 
 
+def _model_path_variable_clashes(models: list[ModelConfig]) -> list[tuple[tuple[int | str, ...], str, Any]]:
+    """An error at ``models[i].name`` for each model whose ``MODEL_<ID>_PATH`` variable an earlier
+    model with another name already sets (``org/a-b`` and ``org/a_b`` both give
+    ``MODEL_ORG_A_B_PATH``): one path would silently replace the other in every shell and kernel.
+    Hidden models set no such variable, and the same model listed twice sets the same path."""
+    seen: dict[str, tuple[int, str]] = {}  # env id -> (model index, model name)
+    errors: list[tuple[tuple[int | str, ...], str, Any]] = []
+    for i, m in enumerate(models):
+        if m.hidden:
+            continue
+        j, other = seen.setdefault(m.env_id, (i, m.name))
+        if other != m.name:
+            errors.append(
+                (
+                    ("models", i, "name"),
+                    f"its path variable MODEL_{m.env_id}_PATH is also models[{j}]'s ({other!r}); "
+                    "one path would replace the other in every shell and kernel (a hidden model sets none)",
+                    m.name,
+                )
+            )
+    return errors
+
+
 def _file_pairs(value: Any) -> Any:
     if not isinstance(value, list):
         return value
@@ -958,6 +981,7 @@ class SandboxConfig(_Strict):
                 )
             )
         errors += _kernel_name_clashes(self.models)
+        errors += _model_path_variable_clashes(self.models)
         errors += _model_device_problems(self.models, self.gpu, self.gpu_count)
         dirs: dict[str, int] = {}
         for i, r in enumerate(self.repos):
@@ -998,8 +1022,8 @@ class SandboxConfig(_Strict):
         or cannot be used here; :class:`~seer.errors.MissingSecretError` when secrets are the only
         problem. Nothing is provisioned.
         """
+        from seer.config.secrets import resolve_secrets
         from seer.plugins import get_provider_class
-        from seer.secrets import resolve_secrets
 
         name = self.provider_name
         try:

@@ -10,9 +10,9 @@ The workspace's libraries are importable by the sandbox's ``python`` through ``P
 the session's environment; its ``custom_init_code`` runs once, when the session is created (there
 is no kernel to keep its variables, so only its side effects last).
 
-Build one with :func:`seer.execution.create_cli_session`. A session is recorded with its sandbox,
-so :meth:`CliSession.attach` finds it again from another process, and :attr:`~CliSession.mcp_config`
-starts the shell MCP server (``seer mcp shell``, from ``seer-mcp``) on it.
+Build one with :func:`create_cli_session` (also importable from :mod:`seer.execution`). A session
+is recorded with its sandbox, so :meth:`CliSession.attach` finds it again from another process,
+and :attr:`~CliSession.mcp_config` starts the shell MCP server (``seer mcp shell``, from ``seer-mcp``) on it.
 """
 
 from __future__ import annotations
@@ -30,12 +30,20 @@ from typing import TYPE_CHECKING, Any
 
 from seer.errors import ConfigError, ExecError, PluginError, SandboxError
 from seer.providers.base import ExecResult, OutputCallback
+from seer.sandbox.execution_mode import ExecutionModePlugin
 
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
     from seer.workspace import InstalledWorkspace
 
-__all__ = ["SHELL_SANDBOX_ENV", "SHELL_SESSION_ENV", "CliSession", "DirEntry"]
+__all__ = [
+    "SHELL_SANDBOX_ENV",
+    "SHELL_SESSION_ENV",
+    "CliMode",
+    "CliSession",
+    "DirEntry",
+    "create_cli_session",
+]
 
 #: The variable naming the sandbox the shell MCP server attaches to. (Not ``SEER_SANDBOX_ID``:
 #: that is the local provider's mark on the sandbox's own processes, killed at teardown.)
@@ -346,8 +354,23 @@ class CliSession:
         )
 
 
-def new_session(sandbox: Sandbox, workspace: Any = None, *, name: str | None = None) -> CliSession:
-    """Create, set up and record a session (what :func:`seer.execution.create_cli_session` does)."""
+class CliMode(ExecutionModePlugin):
+    """A shell in the sandbox."""
+
+    name = "cli"
+    description = "shell in the sandbox"
+
+
+def create_cli_session(sandbox: Sandbox, workspace: Any = None, *, name: str | None = None) -> CliSession:
+    """A new shell session in ``sandbox`` (any execution mode; ``cli`` is the one made for it),
+    with ``workspace`` installed: its libraries importable by the sandbox's ``python`` through
+    ``PYTHONPATH``, its ``custom_init_code`` run once now.
+
+    Each ``session.run(command)`` is a fresh ``bash -c`` in the sandbox's working directory with the
+    session's environment (``cd`` and ``export`` do not carry over). ``session.mcp_config`` starts the
+    shell MCP server on it; ``session.prompt`` tells the agent what it has. ``name`` (a label)
+    defaults to ``shell-<date>-<time>``.
+    """
     if name is not None and not (isinstance(name, str) and _NAME.match(name)):
         raise ConfigError(
             f"name: {name!r} is not a usable session name (letters, digits, '.', '_', '-'; at most 100)"

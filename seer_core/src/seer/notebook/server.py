@@ -1,4 +1,12 @@
-"""seer's built-in execution modes, registered through the same hook as any plugin."""
+"""The ``notebook`` execution mode: a Jupyter server in the sandbox, started by core over the
+provider's exec primitives, its port exposed through the provider with a random token.
+
+:class:`NotebookMode` is registered by :mod:`seer.builtin` like any plugin's mode; where the
+machine comes with its packages installed, :func:`start_early` (called from the
+``seer_sandbox_provisioned`` hook) starts the server while the models are fetched.
+:func:`restart_jupyter` starts a dead server again. Sessions on the server are
+:mod:`seer.notebook.session`'s.
+"""
 
 from __future__ import annotations
 
@@ -12,12 +20,13 @@ import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seer.errors import NotebookError, SandboxError
-from seer.hookspecs import hookimpl
-from seer.modes import ExecutionModePlugin
+from seer.sandbox.execution_mode import ExecutionModePlugin
 
 if TYPE_CHECKING:
     from seer.notebook import JupyterClient
     from seer.sandbox import Sandbox
+
+__all__ = ["NotebookMode", "restart_jupyter", "start_early"]
 
 log = logging.getLogger("seer")
 
@@ -161,9 +170,10 @@ class NotebookMode(ExecutionModePlugin):
 _EARLY: weakref.WeakKeyDictionary[Sandbox, _ServerLaunch] = weakref.WeakKeyDictionary()
 
 
-@hookimpl
-def seer_sandbox_provisioned(sandbox: Sandbox) -> None:
-    """Start a notebook sandbox's Jupyter server now, if its packages are already there."""
+def start_early(sandbox: Sandbox) -> None:
+    """Start a notebook sandbox's Jupyter server now, if its packages are already there (right
+    after provisioning; ``prepare`` then waits for it). Does nothing otherwise, and never raises:
+    ``prepare`` starts the server the ordinary way and reports what is wrong."""
     from seer import plugins
 
     try:
@@ -492,29 +502,20 @@ def _log_tail(sandbox: Sandbox, lines: int = 40) -> str:
         return "(no log)"
 
 
-class CliMode(ExecutionModePlugin):
-    """A shell in the sandbox."""
+def restart_jupyter(sandbox: Sandbox) -> str:
+    """Start ``sandbox``'s Jupyter server again, after it died (its kernels died with it); return
+    its ``jupyter_url`` (the old token, and the old port when it is free).
 
-    name = "cli"
-    description = "shell in the sandbox"
+    Sessions on the old server are gone: ``session.reopen(sandbox)`` carries one on (same
+    notebook, a new kernel with the models loaded). Raises :class:`~seer.errors.NotebookError`
+    for a sandbox whose execution mode runs no Jupyter server.
+    """
+    from seer import plugins
 
-
-class LocalMode(ExecutionModePlugin):
-    """The agent runs on the client and calls functions exposed from the sandbox over RPC."""
-
-    name = "local"
-    description = "agent runs locally, calls exposed functions over RPC"
-
-
-@hookimpl
-def seer_register_execution_modes(register: Any) -> None:
-    for mode in (NotebookMode, CliMode, LocalMode):
-        register(mode)
-
-
-@hookimpl
-def seer_register_expose_modes(register: Any) -> None:
-    from seer.modes.expose import BUILTIN_EXPOSE_MODES
-
-    for mode in BUILTIN_EXPOSE_MODES:
-        register(mode)
+    mode = plugins.get_execution_mode(str(sandbox.config.execution_mode))()
+    if not hasattr(mode, "restart_server") or "jupyter" not in sandbox.services:
+        raise NotebookError(
+            f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
+            f"{str(sandbox.config.execution_mode)!r})"
+        )
+    return str(mode.restart_server(sandbox))

@@ -5,11 +5,11 @@ Each sandbox lives in ``$SEER_HOME/local/<id>/``::
     meta.json       what the sandbox is (id, name, env, interpreter, deadline, supervisor pid)
     secrets.json    secret values, mode 0600, read only to run commands
     root/           the working directory (``Machine.workdir``)
-    venv/           the sandbox's own Python environment (see :mod:`._local_env`)
+    venv/           the sandbox's own Python environment (see :mod:`.env`)
     logs/           supervisor.log and one log per background process
     procs/          one JSON record per background process
 
-A detached *supervisor* process (:mod:`seer.providers._supervisor`) owns the sandbox's lifetime:
+A detached *supervisor* process (:mod:`seer.providers.local.supervisor`) owns the sandbox's lifetime:
 it outlives the client, and when the ``timeout`` passes or ``terminate()`` signals it, it kills
 every process the sandbox started (each carries ``SEER_SANDBOX_ID`` in its environment, so even
 processes that left their session are found), keeps its ``notebooks/`` and ``outputs/`` on this
@@ -40,12 +40,7 @@ from seer.errors import (
     SandboxNotFoundError,
     SandboxNotRunningError,
 )
-from seer.hookspecs import hookimpl
-from seer.providers import _procs
-from seer.providers._local_dir import ID_PATTERN, SandboxDir
-from seer.providers._local_dir import SUPERVISOR_MODULE as _SUPERVISOR
-from seer.providers._local_dir import local_root as _root
-from seer.providers._local_env import ensure_layer, make_sandbox_env
+from seer.providers import procs
 from seer.providers.base import (
     Capabilities,
     Command,
@@ -61,6 +56,8 @@ from seer.providers.base import (
     command_text,
 )
 from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
+from seer.providers.local.env import ensure_layer, make_sandbox_env
+from seer.providers.local.sandbox_dir import ID_PATTERN, SUPERVISOR_MODULE, SandboxDir, local_root
 from seer.providers.starter import starter_info
 from seer.state import RECORD_TTL, open_private, private_dir, read_json, seer_home, write_json
 
@@ -230,7 +227,7 @@ class LocalMachine(Machine):
             {
                 "pid": proc.pid,
                 "pgid": proc.pid,
-                "started": _procs.start_time(proc.pid),
+                "started": procs.start_time(proc.pid),
                 "command": command_text(command),
             },
         )
@@ -249,22 +246,22 @@ class LocalMachine(Machine):
         rec = self._proc_record(name)
         if not rec:
             return False
-        return _procs.alive(rec["pid"], rec.get("started"))
+        return procs.alive(rec["pid"], rec.get("started"))
 
     def stop_process(self, name: str, *, grace: float = 5.0) -> None:
         rec = self._proc_record(name)
         if rec is None:
             return
         # The record is a file on disk: signal its group only if it is this sandbox's.
-        groups = _procs.sandbox_groups(self.id, self._sb.pgids([rec]))
+        groups = procs.sandbox_groups(self.id, self._sb.pgids([rec]))
         if self.process_running(name):
             for pgid in groups:
-                _procs.kill_group(pgid, signal.SIGTERM)
+                procs.kill_group(pgid, signal.SIGTERM)
             deadline = time.monotonic() + grace
             while self.process_running(name) and time.monotonic() < deadline:
                 time.sleep(0.05)
         for pgid in groups:
-            _procs.kill_group(pgid, signal.SIGKILL)
+            procs.kill_group(pgid, signal.SIGKILL)
         child = self._children.pop(name, None)
         if child is not None:
             child.wait()
@@ -388,11 +385,11 @@ class LocalProvider(Provider):
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
         sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
-        private_dir(_root())
+        private_dir(local_root())
         private_dir(sandbox.dir, exist_ok=False)
         try:
             # Recorded and supervised before anything slow: a starter killed from here on leaves
-            # a sandbox that `seer ls` shows and whose supervisor ends it (see _supervisor).
+            # a sandbox that `seer ls` shows and whose supervisor ends it (see .supervisor).
             supervisor = self._supervise(sandbox, spec)
             machine = self._create(sandbox, spec)
         except BaseException:
@@ -425,10 +422,10 @@ class LocalProvider(Provider):
         for d in (sandbox.root, sandbox.logs, sandbox.procs):
             private_dir(d)
         write_json(sandbox.secrets_path, spec.secrets)
-        sup_env = {k: v for k, v in os.environ.items() if k != _procs.MARKER}
+        sup_env = {k: v for k, v in os.environ.items() if k != procs.MARKER}
         with open_private(sandbox.logs / "supervisor.log") as sup_log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", _SUPERVISOR, str(sandbox.dir)],
+                [sys.executable, "-m", SUPERVISOR_MODULE, str(sandbox.dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=sup_log,
                 stderr=subprocess.STDOUT,
@@ -436,7 +433,7 @@ class LocalProvider(Provider):
                 env=sup_env,
                 close_fds=True,
             )
-        sandbox.update(supervisor={"pid": proc.pid, "started": _procs.start_time(proc.pid)})
+        sandbox.update(supervisor={"pid": proc.pid, "started": procs.start_time(proc.pid)})
         _await_command_line(proc, sandbox)
         return proc
 
@@ -447,7 +444,7 @@ class LocalProvider(Provider):
             spec.report(line)
 
         # The installer carries the sandbox's marker, so a teardown mid-build ends it too.
-        build_env = {**os.environ, _procs.MARKER: sandbox.id}
+        build_env = {**os.environ, procs.MARKER: sandbox.id}
         layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log, env=build_env)
         python = make_sandbox_env(sandbox.venv, layer)
         if spec.snapshot is not None:
@@ -468,7 +465,7 @@ class LocalProvider(Provider):
         env["PYTHONUNBUFFERED"] = "1"
         env.update(spec.env)
         env["SEER_WORKDIR"] = str(sandbox.root)
-        env[_procs.MARKER] = sandbox.id
+        env[procs.MARKER] = sandbox.id
         return env
 
     def _machine(self, sandbox: SandboxDir) -> LocalMachine:
@@ -487,7 +484,7 @@ class LocalProvider(Provider):
 
     def list(self) -> list[MachineInfo]:
         out: list[MachineInfo] = []
-        root = _root()
+        root = local_root()
         if not root.is_dir():
             return out
         for entry in sorted(root.iterdir()):
@@ -553,7 +550,7 @@ def _await_command_line(proc: subprocess.Popen[bytes], sandbox: SandboxDir, limi
     A start that reaches its first status check within that moment must not see it."""
     deadline = time.monotonic() + limit
     while proc.poll() is None and time.monotonic() < deadline:
-        if _procs.runs(proc.pid, _SUPERVISOR, str(sandbox.dir)):
+        if procs.runs(proc.pid, SUPERVISOR_MODULE, str(sandbox.dir)):
             return
         time.sleep(0.001)
 
@@ -564,11 +561,6 @@ def _drop_remains(sandbox: SandboxDir) -> None:
     with contextlib.suppress(OSError):
         if not sandbox.dir.is_symlink() and time.time() - sandbox.dir.stat().st_mtime > 60:
             shutil.rmtree(sandbox.dir, ignore_errors=True)
-
-
-@hookimpl
-def seer_register_providers(register: Any) -> None:
-    register(LocalProvider)
 
 
 def sandbox_dir(sandbox_id: str) -> Path:

@@ -40,7 +40,7 @@ from pathlib import PurePath
 from typing import Any, ClassVar
 
 from seer.errors import ConfigError, ConfigProblem
-from seer.modes import ExposeMode
+from seer.expose.base import ExposeMode
 from seer.workspace import Library, Skill
 
 __all__ = [

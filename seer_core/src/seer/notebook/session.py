@@ -11,67 +11,73 @@ rewritten after each cell, and in a local mirror. Hidden cells (``exec(..., hidd
 model-loading and workspace set-up cells) run with ``store_history=False`` and are written
 nowhere: they are not in ``In``, ``_ih``, the IPython history or the notebook.
 
-Build one with :func:`seer.execution.create_notebook_session`.
+Build one with :func:`create_notebook_session` (also importable from :mod:`seer.execution`).
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import http.client
-import itertools
 import json
 import operator
 import os
 import posixpath
 import queue
 import re
-import struct
-import textwrap
 import threading
 import time
-import urllib.parse
-import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from seer.errors import (
     CellExecutionError,
     CellTimeoutError,
+    ConfigError,
     JupyterServerDiedError,
     KernelDiedError,
     NotebookError,
 )
+from seer.notebook.client import (
+    CONNECT_TIMEOUT,
+    NOTEBOOK_PURPOSE,
+    ChannelClosed,
+    JupyterClient,
+    KernelChannels,
+    KernelRestarted,
+    quote_path,
+)
+from seer.notebook.document import (
+    NotebookDocument,
+    check_notebook_path,
+    check_source,
+    new_cell_id,
+    notebook_cells,
+    source_text,
+)
+from seer.notebook.results import MODEL_INFO_MIME, CellResult, OutputCollector
 
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
 
 __all__ = [
+    "NOTEBOOK_DIR",
     "NO_MODELS_TEXT",
-    "CellError",
-    "CellResult",
-    "JupyterClient",
     "NotebookSession",
-    "check_notebook_path",
-    "notebook_cells",
-    "strip_ansi",
+    "NotebookWriter",
+    "create_notebook_session",
+    "open_notebook_session",
+    "unique_notebook_path",
+    "write_notebook",
 ]
 
-#: What needs the notebook client packages, as :class:`~seer.errors.MissingExtraError` says it.
-NOTEBOOK_PURPOSE = "a notebook session (talking to the sandbox's Jupyter kernel)"
 #: ``model_info_text`` when no models are pre-loaded in the kernel.
 NO_MODELS_TEXT = "No models are pre-loaded in this kernel."
-#: The mimetype the model-loading cell reports ``describe()``'s text under; never recorded.
-MODEL_INFO_MIME = "application/vnd.seer.model-info+json"
 #: How long to wait for a kernel to answer an interrupt before giving up on a timed-out cell.
 INTERRUPT_GRACE = 10.0
 #: With no message for this long while a cell runs, ask the server whether the kernel lives.
 LIVENESS_INTERVAL = 10.0
-#: Longest wait for a kernel (and whatever its start-up imports) to accept a connection.
-CONNECT_TIMEOUT = 180.0
 #: Pause before connecting again to a kernel whose websocket the server dropped while it started.
 CONNECT_RETRY_PAUSE = 1.0
 #: How often ``restart()`` sets a fresh kernel up again when the connection drops during setup.
@@ -82,622 +88,13 @@ PARTIAL_SAVE_INTERVAL = 2.0
 #: The cell-metadata key marking a cell that has started but not finished (its request's id).
 RUNNING_KEY = "seer_running"
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-
-
-def strip_ansi(text: str) -> str:
-    """``text`` without ANSI escape sequences (colours, cursor moves)."""
-    return _ANSI.sub("", text)
-
-
-# --- results --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CellError:
-    """An exception a cell raised."""
-
-    ename: str
-    evalue: str
-    #: the formatted traceback, ANSI colours stripped
-    traceback: str
-    #: the traceback lines as the kernel sent them (with colours)
-    raw_traceback: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.traceback or f"{self.ename}: {self.evalue}"
-
-
-@dataclass
-class CellResult:
-    """What one cell produced.
-
-    ``outputs`` are nbformat output dicts (``stream``, ``display_data``, ``execute_result``,
-    ``error``) exactly as they are written to the notebook: images are base64 strings under
-    ``data["image/png"]``, HTML under ``data["text/html"]``.
-    """
-
-    code: str
-    stdout: str = ""
-    stderr: str = ""
-    #: ``text/plain`` of the cell's value (``execute_result``), if it had one
-    result: str | None = None
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    error: CellError | None = None
-    #: ``In[n]``; None for hidden cells
-    execution_count: int | None = None
-    hidden: bool = False
-    duration: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        """True when the cell raised nothing."""
-        return self.error is None
-
-    def data(self, mimetype: str) -> list[Any]:
-        """Every payload of ``mimetype`` the cell displayed or returned, in order."""
-        return [
-            out["data"][mimetype]
-            for out in self.outputs
-            if out.get("output_type") in ("display_data", "execute_result") and mimetype in out["data"]
-        ]
-
-    @property
-    def images(self) -> list[bytes]:
-        """The PNG and JPEG images the cell displayed, decoded."""
-        found = []
-        for out in self.outputs:
-            data = out.get("data", {})
-            for mime in ("image/png", "image/jpeg"):
-                if mime in data:
-                    found.append(base64.b64decode(data[mime]))
-        return found
-
-    def raise_for_error(self) -> CellResult:
-        """Return self, or raise :class:`~seer.errors.CellExecutionError` if the cell raised."""
-        if self.error is not None:
-            raise CellExecutionError(f"the cell raised {self.error.ename}:\n{self.error}", result=self)
-        return self
-
-    def __str__(self) -> str:
-        parts = [p for p in (self.stdout, self.stderr) if p]
-        if self.result is not None:
-            parts.append(self.result)
-        if self.error is not None:
-            parts.append(str(self.error))
-        return "\n".join(p.rstrip("\n") for p in parts)
-
-
-class _Collector:
-    """Turns a cell's iopub messages into nbformat outputs."""
-
-    def __init__(self, displays: dict[str, list[dict[str, Any]]]):
-        self.outputs: list[dict[str, Any]] = []
-        self.error: CellError | None = None
-        self.model_info: dict[str, Any] | None = None
-        self._clear_pending = False
-        self._displays = displays
-        self.updated_displays = False
-
-    def _append(self, out: dict[str, Any]) -> None:
-        if self._clear_pending:
-            self.outputs.clear()
-            self._clear_pending = False
-        last = self.outputs[-1] if self.outputs else None
-        if (
-            out["output_type"] == "stream"
-            and last is not None
-            and last["output_type"] == "stream"
-            and last["name"] == out["name"]
-        ):
-            last["text"] += out["text"]
-            return
-        self.outputs.append(out)
-
-    def handle(self, msg_type: str, content: dict[str, Any]) -> None:
-        if msg_type == "stream":
-            self._append(
-                {"output_type": "stream", "name": content.get("name", "stdout"), "text": content["text"]}
-            )
-        elif msg_type in ("display_data", "execute_result"):
-            data = content.get("data", {})
-            if MODEL_INFO_MIME in data:
-                self.model_info = data[MODEL_INFO_MIME]
-                return
-            out: dict[str, Any] = {
-                "output_type": msg_type,
-                "data": data,
-                "metadata": content.get("metadata", {}),
-            }
-            if msg_type == "execute_result":
-                out["execution_count"] = content.get("execution_count")
-            self._append(out)
-            display_id = (content.get("transient") or {}).get("display_id")
-            if display_id:
-                self._displays.setdefault(display_id, []).append(out)
-        elif msg_type == "update_display_data":
-            display_id = (content.get("transient") or {}).get("display_id")
-            for out in self._displays.get(display_id or "", []):
-                out["data"] = content.get("data", {})
-                out["metadata"] = content.get("metadata", {})
-                self.updated_displays = True
-        elif msg_type == "clear_output":
-            if content.get("wait"):
-                self._clear_pending = True
-            else:
-                self.outputs.clear()
-        elif msg_type == "error":
-            raw = list(content.get("traceback", []))
-            self.error = CellError(
-                ename=content.get("ename", ""),
-                evalue=content.get("evalue", ""),
-                traceback=strip_ansi("\n".join(raw)),
-                raw_traceback=raw,
-            )
-            self._append(
-                {
-                    "output_type": "error",
-                    "ename": self.error.ename,
-                    "evalue": self.error.evalue,
-                    "traceback": raw,
-                }
-            )
-
-    def error_from_reply(self, content: dict[str, Any]) -> None:
-        """An error reply without an ``error`` message on iopub (e.g. an aborted request)."""
-        if self.error is None and content.get("status") in ("error", "aborted"):
-            raw = list(content.get("traceback", []))
-            self.error = CellError(
-                ename=content.get("ename", "Aborted" if content.get("status") == "aborted" else ""),
-                evalue=content.get("evalue", ""),
-                traceback=strip_ansi("\n".join(raw)),
-                raw_traceback=raw,
-            )
-
-    def result(self, code: str, *, hidden: bool, execution_count: int | None, started: float) -> CellResult:
-        stdout = "".join(
-            o["text"] for o in self.outputs if o["output_type"] == "stream" and o["name"] == "stdout"
-        )
-        stderr = "".join(
-            o["text"] for o in self.outputs if o["output_type"] == "stream" and o["name"] == "stderr"
-        )
-        value = None
-        for out in self.outputs:
-            if out["output_type"] == "execute_result":
-                value = out["data"].get("text/plain")
-        return CellResult(
-            code=code,
-            stdout=stdout,
-            stderr=stderr,
-            result=value,
-            outputs=self.outputs,
-            error=self.error,
-            execution_count=execution_count,
-            hidden=hidden,
-            duration=time.monotonic() - started,
-        )
-
-
-# --- the Jupyter server's REST API -----------------------------------------------------------
-
-
-class JupyterClient:
-    """A minimal client for a Jupyter server's REST API, authenticating with its token.
-
-    Plain :mod:`http.client`: one short connection per request, no proxies (the server is on
-    127.0.0.1 or behind the provider's tunnel).
-    """
-
-    def __init__(self, url: str, token: str, *, timeout: float = 60.0):
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise NotebookError(f"not a Jupyter server URL: {url!r}")
-        self.url = url.rstrip("/")
-        self.token = token
-        self.timeout = timeout
-        self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port
-        self._prefix = parts.path.rstrip("/")
-
-    @classmethod
-    def from_url(cls, jupyter_url: str) -> JupyterClient:
-        """A client for ``<server>/?token=<token>`` (the form ``sandbox.jupyter_url`` has)."""
-        parts = urllib.parse.urlsplit(jupyter_url)
-        token = urllib.parse.parse_qs(parts.query).get("token", [""])[0]
-        if not token:
-            raise NotebookError("the Jupyter URL carries no ?token=")
-        base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        return cls(base, token)
-
-    @property
-    def jupyter_url(self) -> str:
-        """The server's URL with its token, for a browser."""
-        return f"{self.url}/?token={urllib.parse.quote(self.token)}"
-
-    def ws_url(self, path: str) -> str:
-        """The websocket URL of ``path`` on this server (``ws`` or ``wss``, as the server is served)."""
-        scheme = "wss" if self._https else "ws"
-        netloc = self._host if self._port is None else f"{self._host}:{self._port}"
-        return f"{scheme}://{netloc}{self._prefix}{path}"
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        timeout: float | None = None,
-        token: str | None = None,
-    ) -> tuple[int, Any]:
-        """``(status, decoded JSON or None)``. ``token`` overrides the client's ("" sends none)."""
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=timeout or self.timeout)
-        headers = {"Accept": "application/json"}
-        use = self.token if token is None else token
-        if use:
-            headers["Authorization"] = f"token {use}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, self._prefix + path, body=data, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        finally:
-            conn.close()
-        try:
-            decoded = json.loads(raw) if raw else None
-        except ValueError:
-            decoded = raw.decode(errors="replace")
-        return resp.status, decoded
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        timeout: float | None = None,
-        expect: tuple[int, ...] = (200, 201, 204),
-    ) -> Any:
-        """Like :meth:`request`, raising :class:`~seer.errors.NotebookError` on an unexpected status."""
-        try:
-            status, data = self.request(method, path, body, timeout=timeout)
-        except OSError as exc:
-            raise NotebookError(
-                f"{method} {path}: cannot reach the Jupyter server at {self.url}: {exc}"
-            ) from exc
-        if status not in expect:
-            message = data.get("message") if isinstance(data, dict) else data
-            raise NotebookError(f"{method} {path}: HTTP {status}: {message or 'no message'}")
-        return data
-
-    def status(self, *, timeout: float | None = None) -> dict[str, Any]:
-        """``GET /api/status``."""
-        result: dict[str, Any] = self.call("GET", "/api/status", timeout=timeout)
-        return result
-
-    def start_kernel(self, name: str = "python3", *, path: str = "") -> str:
-        """Start a kernel (working directory: the server's root + ``path``); return its id."""
-        model = self.call("POST", "/api/kernels", {"name": name, "path": path})
-        return str(model["id"])
-
-    def kernel(self, kernel_id: str) -> dict[str, Any] | None:
-        """The kernel's model, or None if the server no longer has it."""
-        status, data = self.request("GET", f"/api/kernels/{kernel_id}")
-        if status == 404:
-            return None
-        if status != 200:
-            raise NotebookError(f"GET /api/kernels/{kernel_id}: HTTP {status}")
-        return dict(data)
-
-    def sessions(self) -> list[dict[str, Any]]:
-        """The server's sessions (``GET /api/sessions``), as Jupyter returns them."""
-        return list(self.call("GET", "/api/sessions"))
-
-    def path_exists(self, path: str) -> bool:
-        """Whether ``path`` (a notebook or folder, relative to the server's root) exists on the server."""
-        status, _ = self.request("GET", f"/api/contents/{_quote(path)}?content=0")
-        return status == 200
-
-    def read_notebook(self, path: str) -> dict[str, Any]:
-        """The notebook at ``path`` (relative to the server's root) as an nbformat dict, as the
-        server reads it (older nbformat versions converted to 4; the trust marks it adds to cells
-        removed). Raises
-        :class:`~seer.errors.NotebookError` naming the path when there is none, or it is not a
-        readable notebook."""
-        check_notebook_path(path)
-        status, model = self.request("GET", f"/api/contents/{_quote(path)}?type=notebook&content=1")
-        if status == 404:
-            raise NotebookError(f"there is no notebook {path!r} on the Jupyter server at {self.url}")
-        message = model.get("message") if isinstance(model, dict) else model
-        if status != 200 or not isinstance(model, dict) or not isinstance(model.get("content"), dict):
-            raise NotebookError(f"cannot read notebook {path!r}: HTTP {status}: {message or 'no message'}")
-        content: dict[str, Any] = model["content"]
-        for cell in content.get("cells") or []:
-            if isinstance(cell, dict) and isinstance(cell.get("metadata"), dict):
-                cell["metadata"].pop("trusted", None)  # the server's mark for this read, not the notebook's
-        return content
-
-    def list_notebooks(
-        self, directory: str = "", *, depth: int = 4, limit: int = 500
-    ) -> list[dict[str, Any]]:
-        """The notebooks under ``directory`` (the server's root by default), ``depth`` folders
-        deep at most, hidden ones left out: ``[{"path", "last_modified", "size"}]``, sorted by
-        path, ``limit`` at most. Raises :class:`~seer.errors.NotebookError` if ``directory`` is
-        not a folder on the server."""
-        found: list[dict[str, Any]] = []
-
-        def walk(folder: str, level: int) -> None:
-            status, model = self.request("GET", f"/api/contents/{_quote(folder)}?type=directory&content=1")
-            if status != 200 or not isinstance(model, dict) or not isinstance(model.get("content"), list):
-                if folder == directory.strip("/"):
-                    raise NotebookError(
-                        f"{directory!r} is not a folder on the Jupyter server at {self.url} (HTTP {status})"
-                    )
-                return
-            for item in sorted(model["content"], key=lambda i: str(i.get("path"))):
-                if len(found) >= limit or str(item.get("name", "")).startswith("."):
-                    continue
-                if item.get("type") == "notebook":
-                    found.append({k: item.get(k) for k in ("path", "last_modified", "size")})
-                elif item.get("type") == "directory" and level < depth:
-                    walk(str(item["path"]), level + 1)
-
-        walk(directory.strip("/"), 1)
-        return sorted(found, key=lambda i: str(i["path"]))
-
-    def notebook_session(self, path: str) -> str | None:
-        """The id of the session on the server whose notebook is ``path``, if one is."""
-        for model in self.sessions():
-            if model.get("path") == path:
-                return str(model.get("id"))
-        return None
-
-
-def _quote(path: str) -> str:
-    return urllib.parse.quote(path.strip("/"))
-
-
-# --- the kernel channels websocket ----------------------------------------------------------
-
-
-class _Closed:
-    """Put in the inbox when the websocket closes."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-
-class _Restarted:
-    """Put in the inbox when ``restart()`` takes the kernel away from a running cell."""
-
-
-def _decode_binary(data: bytes) -> dict[str, Any]:
-    """A legacy-protocol binary frame: a message with buffers."""
-    nbufs = struct.unpack("!i", data[:4])[0]
-    offsets: list[int | None] = list(struct.unpack("!" + "I" * nbufs, data[4 : 4 * (nbufs + 1)]))
-    offsets.append(None)
-    bufs = [data[start:stop] for start, stop in itertools.pairwise(offsets)]
-    msg: dict[str, Any] = json.loads(bufs[0].decode())
-    msg["buffers"] = bufs[1:]
-    return msg
-
-
-class _KernelChannels:
-    """One websocket to ``/api/kernels/<id>/channels`` and a thread reading it into a queue.
-
-    The reader thread also answers the server's pings, so an idle session stays connected.
-    """
-
-    def __init__(
-        self,
-        client: JupyterClient,
-        kernel_id: str,
-        *,
-        session: str | None = None,
-        timeout: float = CONNECT_TIMEOUT,
-    ):
-        from seer.extras import require
-
-        websocket = require("websocket", NOTEBOOK_PURPOSE)
-        # Reconnecting with the same ``session`` makes the server replay what the kernel sent
-        # while we were away (it buffers a kernel's output while no client is connected).
-        self.session = session or uuid.uuid4().hex
-        self.inbox: queue.Queue[Any] = queue.Queue()
-        url = client.ws_url(f"/api/kernels/{kernel_id}/channels?session_id={self.session}")
-        try:
-            self._ws = websocket.create_connection(
-                url,
-                header=[f"Authorization: token {client.token}"],
-                timeout=timeout,
-                enable_multithread=True,
-                suppress_origin=True,
-            )
-        except Exception as exc:
-            raise NotebookError(f"cannot open the kernel websocket for kernel {kernel_id}: {exc}") from exc
-        self._ws.settimeout(None)
-        self.closed = False
-        self._thread = threading.Thread(target=self._read, name=f"seer-kernel-{kernel_id[:8]}", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        reason = "the server closed it"
-        try:
-            while True:
-                data = self._ws.recv()
-                if not data:
-                    break
-                msg = json.loads(data) if isinstance(data, str) else _decode_binary(data)
-                self.inbox.put(msg)
-        except Exception as exc:  # closed by us or by the server
-            reason = f"{type(exc).__name__}: {exc}"
-        self.closed = True
-        self.inbox.put(_Closed(reason))
-
-    def message(self, msg_type: str, content: dict[str, Any], channel: str = "shell") -> dict[str, Any]:
-        return {
-            "header": {
-                "msg_id": uuid.uuid4().hex,
-                "msg_type": msg_type,
-                "username": "seer",
-                "session": self.session,
-                "date": datetime.now(UTC).isoformat(),
-                "version": "5.3",
-            },
-            "parent_header": {},
-            "metadata": {},
-            "content": content,
-            "buffers": [],
-            "channel": channel,
-        }
-
-    def send(self, msg: dict[str, Any]) -> None:
-        try:
-            self._ws.send(json.dumps(msg))
-        except Exception as exc:
-            raise NotebookError(f"cannot send to the kernel: {exc}") from exc
-
-    def get(self, timeout: float | None) -> Any:
-        """The next message (or :class:`_Closed` / :class:`_Restarted`), or None after ``timeout``."""
-        try:
-            return self.inbox.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def close(self) -> None:
-        if not self.closed:
-            with contextlib.suppress(Exception):
-                self._ws.send_close()
-            with contextlib.suppress(Exception):
-                self._ws.abort()
-        self._thread.join(timeout=5)
-        with contextlib.suppress(Exception):
-            self._ws.shutdown()
-
-
-# --- the notebook document ------------------------------------------------------------------
-
-
-class _Notebook:
-    """An nbformat 4.5 notebook built cell by cell; each cell is serialised once, when added."""
-
-    def __init__(self, metadata: dict[str, Any], cells: list[dict[str, Any]] | None = None):
-        self.metadata = metadata
-        self.cells: list[dict[str, Any]] = list(cells or [])
-        self._text: list[str | None] = [None] * len(self.cells)
-
-    def add(self, cell: dict[str, Any]) -> None:
-        self.cells.append(cell)
-        self._text.append(None)
-
-    def invalidate(self) -> None:
-        self._text = [None] * len(self.cells)
-
-    def touch(self, cell: dict[str, Any]) -> None:
-        """``cell`` (this very dict) changed: serialise it again at the next render."""
-        for i, candidate in enumerate(self.cells):
-            if candidate is cell and i < len(self._text):
-                self._text[i] = None
-                return
-        self.invalidate()
-
-    @staticmethod
-    def _dump(obj: Any, indent: str) -> str:
-        text = json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
-        return textwrap.indent(text, indent)[len(indent) :]
-
-    def render(self) -> str:
-        for i, text in enumerate(self._text):
-            if text is None:
-                self._text[i] = "  " + self._dump(self.cells[i], "  ")
-        cells = ",\n".join(t for t in self._text if t is not None)
-        return (
-            '{\n "cells": [\n'
-            + cells
-            + ("\n" if cells else "")
-            + ' ],\n "metadata": '
-            + self._dump(self.metadata, " ")
-            + ',\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
-        )
-
-
-def _cell_id() -> str:
-    return uuid.uuid4().hex[:8]
-
-
-def check_notebook_path(path: object) -> str:
-    """``path`` if it names a notebook inside a Jupyter server's root (relative, ``.ipynb``, no
-    ``..``); else :class:`~seer.errors.NotebookError` saying what is wrong with it."""
-    if not isinstance(path, str) or not path.strip():
-        raise NotebookError(f"notebook path {path!r} is not a path: give one like 'notebooks/name.ipynb'")
-    parts = path.split("/")
-    if path.startswith("/") or "\\" in path or "\x00" in path or ".." in parts:
-        raise NotebookError(
-            f"notebook path {path!r} must be relative to the Jupyter server's root, without '..' "
-            "(like 'notebooks/name.ipynb')"
-        )
-    if not path.endswith(".ipynb") or not parts[-1][: -len(".ipynb")]:
-        raise NotebookError(f"notebook path {path!r} does not name a notebook (a '<name>.ipynb' file)")
-    return path
-
-
-def notebook_cells(
-    notebook: object, *, where: str = "the notebook"
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``(cells, metadata)`` of an nbformat 4 notebook dict, checked and made fit to be continued:
-    sources joined into strings, every cell given an id, code cells their ``outputs`` and
-    ``execution_count``. Raises :class:`~seer.errors.NotebookError` naming ``where`` and the cell
-    when it is not such a notebook."""
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        raise NotebookError(f"{where} is not a Jupyter notebook (no list of 'cells')")
-    if notebook.get("nbformat") != 4:
-        raise NotebookError(
-            f"{where} is nbformat {notebook.get('nbformat')!r}; seer continues nbformat 4 notebooks "
-            "(convert it with: jupyter nbconvert --to notebook --inplace FILE)"
-        )
-    cells: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for number, raw in enumerate(notebook["cells"]):
-        kind = raw.get("cell_type") if isinstance(raw, dict) else None
-        if kind not in ("code", "markdown", "raw"):
-            raise NotebookError(f"{where}: cell {number} is not a code, markdown or raw cell")
-        cell = json.loads(json.dumps(raw))
-        cell["source"] = _source_text(cell.get("source", ""))
-        cell.setdefault("metadata", {})
-        if not isinstance(cell.get("id"), str) or not _CELL_ID.match(cell["id"]) or cell["id"] in seen:
-            cell["id"] = _cell_id()
-        seen.add(cell["id"])
-        if kind == "code":
-            cell.setdefault("outputs", [])
-            cell.setdefault("execution_count", None)
-        cells.append(cell)
-    metadata = notebook.get("metadata")
-    return cells, dict(metadata) if isinstance(metadata, dict) else {}
-
-
-def _check_source(source: object) -> str:
-    if not isinstance(source, str):
-        raise NotebookError(f"a cell's source must be a string, not {type(source).__name__}")
-    return source
-
-
-def _source_text(source: Any) -> str:
-    """A cell's source as one string (nbformat allows a list of lines)."""
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
-_CELL_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
-
 
 @dataclass
 class _Orphan:
     """A cell an earlier client started in this kernel, as far as its messages have arrived."""
 
     msg_id: str
-    collector: _Collector
+    collector: OutputCollector
     code: str | None = None
     count: int | None = None
     reply: dict[str, Any] | None = None
@@ -796,6 +193,31 @@ finally:
 """
 
 
+#: Writes a session's rendered notebook (the ``.ipynb`` text) wherever it is kept; see
+#: :attr:`NotebookSession.writer`.
+NotebookWriter = Callable[["NotebookSession", str], None]
+
+
+def write_notebook(session: NotebookSession, text: str) -> None:
+    """The default :data:`NotebookWriter`: ``text`` into the sandbox's notebook file (through the
+    Jupyter contents API, as a text file, for a session without a sandbox object: the same bytes
+    either way) and the local mirror, replaced atomically so a reader never sees half a notebook."""
+    if session.sandbox is not None:
+        session.sandbox.write_file(session.notebook_path, text)
+    else:
+        session.client.call(
+            "PUT",
+            f"/api/contents/{quote_path(session.notebook_path)}",
+            {"type": "file", "format": "text", "content": text},
+        )
+    mirror = session.local_path
+    if mirror is not None:
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        tmp = mirror.with_name(f".{mirror.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, mirror)
+
+
 class NotebookSession:
     """A Jupyter session in the sandbox: a kernel (with the models loaded) and its notebook.
 
@@ -833,8 +255,11 @@ class NotebookSession:
         self.installed: list[Any] = []
         self._preload_models = True
         self._hidden_model_loading = True
+        #: what :meth:`save` hands the rendered notebook to: :func:`write_notebook` unless a
+        #: plugin installs its own (the notebook MCP server writes from a thread of its own)
+        self.writer: NotebookWriter = write_notebook
         self._lock = threading.RLock()
-        self._channels: _KernelChannels | None = None
+        self._channels: KernelChannels | None = None
         self._dead: str | None = None
         self._closed = False
         self._busy = False
@@ -856,7 +281,7 @@ class NotebookSession:
         self.busy_at_attach = False
         #: the sandbox the kernel runs in, as the kernel reports it (``SEER_SANDBOX_ID``)
         self.sandbox_id: str | None = sandbox.sandbox_id if sandbox is not None else None
-        self._nb = _Notebook(
+        self._nb = NotebookDocument(
             metadata
             or {
                 "kernelspec": {"display_name": "Python 3 (seer)", "language": "python", "name": "python3"},
@@ -950,7 +375,7 @@ class NotebookSession:
                 self._channels = None
             try:
                 remaining = max(deadline - time.monotonic(), 1.0)
-                self._channels = _KernelChannels(
+                self._channels = KernelChannels(
                     self._client, self.kernel_id, session=self._channel_key, timeout=remaining
                 )
                 # On the control channel: a kernel busy with a cell (one an earlier client left
@@ -995,7 +420,7 @@ class NotebookSession:
             if remaining <= 0:
                 raise NotebookError(f"the kernel did not answer a {msg_type} within {timeout:g}s")
             item = channels.get(remaining)
-            if isinstance(item, _Closed):
+            if isinstance(item, ChannelClosed):
                 raise NotebookError(f"the kernel websocket closed: {item.reason}")
             if (
                 isinstance(item, dict)
@@ -1022,7 +447,7 @@ class NotebookSession:
             return
         orphan = self._orphans.get(msg_id)
         if orphan is None:
-            orphan = self._orphans[msg_id] = _Orphan(msg_id, _Collector(self._displays))
+            orphan = self._orphans[msg_id] = _Orphan(msg_id, OutputCollector(self._displays))
         msg_type = item.get("msg_type") or item.get("header", {}).get("msg_type")
         content = item.get("content") or {}
         if item.get("channel") == "shell":
@@ -1045,7 +470,7 @@ class NotebookSession:
         cell = next(
             (c for c in self._nb.cells if c.get("metadata", {}).get(RUNNING_KEY) == orphan.msg_id), None
         )
-        code = orphan.code if orphan.code is not None else (_source_text(cell["source"]) if cell else "")
+        code = orphan.code if orphan.code is not None else (source_text(cell["source"]) if cell else "")
         # The count comes from the replayed execute_input, else the reply, else what the client
         # that started the cell saved (it saw the execute_input before it went).
         count = next(
@@ -1064,17 +489,17 @@ class NotebookSession:
             cell = {
                 "cell_type": "code",
                 "execution_count": None,
-                "id": _cell_id(),
+                "id": new_cell_id(),
                 "metadata": {},
                 "outputs": [],
                 "source": code,
             }
             self._nb.add(cell)
         # What the earlier client saw (and saved) came before what was replayed: one stream.
-        merged = _Collector(self._displays)
+        merged = OutputCollector(self._displays)
         merged.outputs = [dict(o) for o in cell.get("outputs") or []]
         for out in orphan.collector.outputs:
-            merged._append(dict(out))
+            merged.append(dict(out))
         merged.error = orphan.collector.error
         if orphan.reply is not None:
             merged.error_from_reply(orphan.reply)
@@ -1085,7 +510,7 @@ class NotebookSession:
         self._nb.touch(cell)
         self.recovered.append(result)
         with contextlib.suppress(Exception):
-            self._save()
+            self.save()
 
     @property
     def orphans_running(self) -> bool:
@@ -1114,8 +539,8 @@ class NotebookSession:
     def add_markdown(self, text: str) -> None:
         """Append a markdown cell to the notebook."""
         with self._lock:
-            self._nb.add({"cell_type": "markdown", "id": _cell_id(), "metadata": {}, "source": text})
-            self._save()
+            self._nb.add({"cell_type": "markdown", "id": new_cell_id(), "metadata": {}, "source": text})
+            self.save()
 
     # --- reading and editing the notebook -------------------------------------------------
     # Edits take the session's lock, so they wait for a running cell; reads do not.
@@ -1135,8 +560,8 @@ class NotebookSession:
         ``index`` on down by one. A code cell is not run (``run_cell(index)`` runs it)."""
         if cell_type not in ("code", "markdown", "raw"):
             raise NotebookError(f"cell_type {cell_type!r} is not one of 'code', 'markdown', 'raw'")
-        _check_source(source)
-        cell: dict[str, Any] = {"cell_type": cell_type, "id": _cell_id(), "metadata": {}, "source": source}
+        check_source(source)
+        cell: dict[str, Any] = {"cell_type": cell_type, "id": new_cell_id(), "metadata": {}, "source": source}
         if cell_type == "code":
             cell.update(outputs=[], execution_count=None)
         with self._lock:
@@ -1161,7 +586,7 @@ class NotebookSession:
     def set_source(self, index: int, source: str) -> None:
         """Replace cell ``index``'s source without running it. A code cell's outputs and execution
         count are cleared: they came from the old source (``run_cell(index)`` makes new ones)."""
-        _check_source(source)
+        check_source(source)
         with self._lock:
             cell = self._nb.cells[self._index(index)]
             cell["source"] = source
@@ -1192,8 +617,8 @@ class NotebookSession:
                     "(set_source changes its text)"
                 )
             if source is not None:
-                cell["source"] = _check_source(source)
-            code = _source_text(cell["source"])
+                cell["source"] = check_source(source)
+            code = source_text(cell["source"])
             before = len(self._nb.cells)
             try:
                 return self._run(code, hidden=False, timeout=timeout, record=True)
@@ -1239,9 +664,9 @@ class NotebookSession:
             for key in ("kernelspec", "language_info"):
                 if key not in metadata and key in self._nb.metadata:
                     metadata[key] = self._nb.metadata[key]
-            self._nb = _Notebook(metadata, cells)
+            self._nb = NotebookDocument(metadata, cells)
             self._displays.clear()
-            self._save()
+            self.save()
 
     def _index(self, index: object, *, what: str = "cell index", insert: bool = False) -> int:
         """``index`` if it names a cell (with ``insert``: a place between cells, the end included);
@@ -1269,7 +694,7 @@ class NotebookSession:
     def _changed(self) -> None:
         """(Under the lock.) The notebook's cells were edited: render them again and save."""
         self._nb.invalidate()
-        self._save()
+        self.save()
 
     def interrupt(self) -> None:
         """Interrupt the running cell (it ends with ``KeyboardInterrupt``). Safe from any thread."""
@@ -1295,7 +720,7 @@ class NotebookSession:
                 item = channels.inbox.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, _Closed):
+            if isinstance(item, ChannelClosed):
                 self._reconnect_or_die(item.reason)
                 return
             if isinstance(item, dict) and not item.get("parent_header"):
@@ -1338,7 +763,7 @@ class NotebookSession:
             },
         )
         msg_id = msg["header"]["msg_id"]
-        collector = _Collector(self._displays)
+        collector = OutputCollector(self._displays)
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         interrupted_at: float | None = None
@@ -1361,7 +786,7 @@ class NotebookSession:
                     assert cell is not None
                     last_save, unsaved = now, False
                     self._nb.touch(cell)
-                    self._save()
+                    self.save()
                 wait = LIVENESS_INTERVAL
                 if interrupted_at is not None:
                     wait = min(wait, max(interrupted_at + INTERRUPT_GRACE - now, 0.0))
@@ -1398,9 +823,9 @@ class NotebookSession:
                             )
                     continue
                 last_seen = now
-                if isinstance(item, _Restarted):
+                if isinstance(item, KernelRestarted):
                     self._died(collector, code, hidden, started, cell, "the kernel was restarted")
-                if isinstance(item, _Closed):
+                if isinstance(item, ChannelClosed):
                     if self._closed:  # detach() let go of the kernel: the cell runs on there
                         raise NotebookError("the session was detached while the cell ran")
                     model = self._kernel_model()
@@ -1422,7 +847,7 @@ class NotebookSession:
                     reconnects += 1
                     channels.close()
                     with contextlib.suppress(NotebookError):
-                        channels = self._channels = _KernelChannels(
+                        channels = self._channels = KernelChannels(
                             self._client, self.kernel_id, session=channels.session
                         )
                     continue
@@ -1463,7 +888,7 @@ class NotebookSession:
                 # It did not finish here (timeout, lost connection): keep what it printed so far.
                 self._nb.touch(cell)
                 with contextlib.suppress(Exception):
-                    self._save()
+                    self.save()
         collector.error_from_reply(reply)
         count = None if hidden else reply.get("execution_count")
         result = collector.result(code, hidden=hidden, execution_count=count, started=started)
@@ -1473,7 +898,7 @@ class NotebookSession:
             self._record(result, cell)
         elif collector.updated_displays:
             self._nb.invalidate()
-            self._save()
+            self.save()
         if interrupted_at is not None:
             raise CellTimeoutError(
                 f"the cell ran past its timeout of {timeout:g}s and was interrupted", result=result
@@ -1482,7 +907,7 @@ class NotebookSession:
 
     def _died(
         self,
-        collector: _Collector,
+        collector: OutputCollector,
         code: str,
         hidden: bool,
         started: float,
@@ -1528,13 +953,13 @@ class NotebookSession:
         cell: dict[str, Any] = {
             "cell_type": "code",
             "execution_count": None,
-            "id": _cell_id(),
+            "id": new_cell_id(),
             "metadata": {RUNNING_KEY: msg_id},
             "outputs": outputs,
             "source": code,
         }
         self._nb.add(cell)
-        self._save()
+        self.save()
         return cell
 
     def _record(self, result: CellResult, cell: dict[str, Any]) -> None:
@@ -1546,7 +971,7 @@ class NotebookSession:
             self._nb.invalidate()
         else:
             self._nb.touch(cell)
-        self._save()
+        self.save()
 
     def partial_outputs(self) -> list[dict[str, Any]]:
         """The outputs of the cell running now, so far (nbformat dicts, copied); [] when none
@@ -1571,22 +996,17 @@ class NotebookSession:
         cannot help; :func:`seer.execution.restart_jupyter` and :meth:`reopen` can."""
         return self._server_gone
 
-    def _save(self) -> None:
-        """Write the notebook into the sandbox and its local mirror."""
-        text = self._nb.render()
-        if self.sandbox is not None:
-            self.sandbox.write_file(self.notebook_path, text)
-        else:
-            self._client.call(
-                "PUT",
-                f"/api/contents/{_quote(self.notebook_path)}",
-                {"type": "notebook", "format": "json", "content": json.loads(text)},
-            )
-        if self.local_path is not None:
-            self.local_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.local_path.with_name(f".{self.local_path.name}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, self.local_path)
+    def save(self, *, refresh: bool = False) -> None:
+        """Render the notebook and hand it to the session's :attr:`writer`.
+
+        The session saves after every cell and every edit; call it after changing the notebook
+        some other way. ``refresh=True`` serialises every cell again, for outputs that grew in
+        place (a cell still running on another thread). It does not take the session's lock, so
+        it can record a running cell's outputs so far.
+        """
+        if refresh:
+            self._nb.invalidate()
+        self.writer(self, self._nb.render())
 
     # --- set-up: models and workspaces ----------------------------------------------------
     def _setup_cell(self, code: str, what: str, *, hidden: bool = True) -> CellResult:
@@ -1667,7 +1087,7 @@ class NotebookSession:
             ) from exc
         channels = self._channels
         if channels is not None and self._busy:
-            channels.inbox.put(_Restarted())
+            channels.inbox.put(KernelRestarted())
         with self._lock:
             if not self._auto_restarted:
                 self._restart_kernel()
@@ -1691,7 +1111,7 @@ class NotebookSession:
             self._client = client
             self._new_server_session()
             self._setup_again()
-            self._save()
+            self.save()
 
     def _new_server_session(self) -> None:
         """A new Jupyter session (and kernel) for this notebook on the server, which no longer
@@ -1802,7 +1222,7 @@ class NotebookSession:
         name = posixpath.splitext(posixpath.basename(path))[0]
         cells: list[dict[str, Any]] = []
         metadata = None
-        status, nb = client.request("GET", f"/api/contents/{_quote(path)}?type=notebook&content=1")
+        status, nb = client.request("GET", f"/api/contents/{quote_path(path)}?type=notebook&content=1")
         if status == 200 and isinstance(nb, dict) and isinstance(nb.get("content"), dict):
             cells = list(nb["content"].get("cells", []))
             metadata = nb["content"].get("metadata") or None
@@ -1874,7 +1294,7 @@ class NotebookSession:
             source = str(inputs[n]).strip()
             for j in range(pos, len(code_cells)):
                 cell = code_cells[j]
-                if _source_text(cell.get("source", "")).strip() == source and cell.get("execution_count") in (
+                if source_text(cell.get("source", "")).strip() == source and cell.get("execution_count") in (
                     n,
                     None,
                 ):
@@ -1896,7 +1316,7 @@ class NotebookSession:
             cell = {
                 "cell_type": "code",
                 "execution_count": n,
-                "id": _cell_id(),
+                "id": new_cell_id(),
                 "metadata": {},
                 "outputs": [],
                 "source": str(inputs[n]),
@@ -1924,14 +1344,14 @@ class NotebookSession:
                     self._nb.touch(cell)
                 self.recovered.append(
                     CellResult(
-                        code=_source_text(cell["source"]),
+                        code=source_text(cell["source"]),
                         result=(data or {}).get("text/plain"),
                         outputs=cell["outputs"],
                         execution_count=n,
                     )
                 )
         if changed:
-            self._save()
+            self.save()
 
 
 def unique_notebook_path(client: JupyterClient, directory: str, name: str) -> tuple[str, str]:
@@ -1943,3 +1363,132 @@ def unique_notebook_path(client: JupyterClient, directory: str, name: str) -> tu
             return path, candidate
         candidate = f"{name}-{n}"
     raise NotebookError(f"too many notebooks named {name!r} in {directory!r}")
+
+
+# --- making sessions -------------------------------------------------------------------------
+
+#: Where notebooks go in the sandbox, relative to its working directory (the Jupyter root).
+NOTEBOOK_DIR = "notebooks"
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def _claim_warm_kernel(client: Any, service: dict[str, Any]) -> str | None:
+    """The kernel the notebook mode started ahead of time, if no session has taken it yet."""
+    warm = service.get("warm_kernel")
+    if not warm:
+        return None
+    try:
+        if any(s.get("kernel", {}).get("id") == warm for s in client.sessions()):
+            return None
+        model = client.kernel(warm)
+    except (NotebookError, OSError):
+        return None
+    if model is None or model.get("execution_state") == "dead":
+        return None
+    return str(warm)
+
+
+def create_notebook_session(
+    sandbox: Sandbox,
+    workspace: Any = None,
+    *,
+    name: str | None = None,
+    outputs_dir: str | os.PathLike[str] | Literal[False] | None = None,
+) -> NotebookSession:
+    """A new Jupyter session in ``sandbox``: a kernel with the sandbox's models loaded (unless
+    ``workspace.preload_models`` is off) and ``workspace`` set up, writing
+    ``notebooks/<name>.ipynb`` in the sandbox.
+
+    The notebook is mirrored to ``<outputs_dir>/<name>.ipynb`` on this machine (default
+    ``sandbox.outputs_dir``: ``$SEER_OUTPUTS_DIR/<sandbox_id>/`` or ``./seer-outputs/<sandbox_id>/``
+    as resolved when the sandbox started; ``outputs_dir=False`` turns the mirror off). ``name``
+    defaults to ``session-<date>-<time>``; a name already taken gets a ``-2``, ``-3``, ... suffix.
+    If anything fails, the kernel is shut down and the error raised.
+    """
+    from seer.extras import require
+
+    require("websocket", NOTEBOOK_PURPOSE)  # before a kernel is started that could not be reached
+    if name is not None and not _NAME.match(name):
+        raise ConfigError(
+            f"name: {name!r} is not a usable notebook name (letters, digits, '.', '_', '-'; at most 100)"
+        )
+    service = sandbox.services.get("jupyter")
+    if not service:
+        raise NotebookError(
+            f"sandbox {sandbox.sandbox_id} runs no Jupyter server (execution_mode is "
+            f"{str(sandbox.config.execution_mode)!r}); start it with execution_mode='notebook'"
+        )
+    client = JupyterClient(service["url"], service["token"])
+    path, name = unique_notebook_path(client, NOTEBOOK_DIR, name or time.strftime("session-%Y%m%d-%H%M%S"))
+    if outputs_dir is False:
+        mirror = None
+    else:
+        base = Path(outputs_dir) if outputs_dir else sandbox.outputs_dir
+        mirror = base.absolute() / f"{name}.ipynb"
+
+    kernel_id = _claim_warm_kernel(client, service) or client.start_kernel(
+        service.get("kernel_name", "python3")
+    )
+    return open_notebook_session(
+        client,
+        kernel_id,
+        path,
+        name,
+        workspace=workspace,
+        sandbox=sandbox,
+        mirror_path=mirror,
+        kernel_env_file=service.get("kernel_env"),
+    )
+
+
+def open_notebook_session(
+    client: JupyterClient,
+    kernel_id: str,
+    path: str,
+    name: str,
+    *,
+    workspace: Any = None,
+    sandbox: Sandbox | None = None,
+    mirror_path: Path | None = None,
+    kernel_env_file: str | None = None,
+    cells: list[dict[str, Any]] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> NotebookSession:
+    """A Jupyter session for notebook ``path`` on a started kernel, set up (models, ``workspace``).
+
+    What :func:`create_notebook_session` does once it has a kernel; also used where only the
+    Jupyter server's URL is known (the notebook MCP server). ``cells`` and ``metadata`` (from
+    :func:`seer.notebook.document.notebook_cells`) start the notebook with those cells, to continue an
+    existing one. On failure the kernel is shut down.
+    """
+    session: NotebookSession | None = None
+    try:
+        model = client.call(
+            "POST",
+            "/api/sessions",
+            {"path": path, "type": "notebook", "name": name, "kernel": {"id": kernel_id}},
+        )
+        session = NotebookSession(
+            client,
+            session_id=model["id"],
+            kernel_id=kernel_id,
+            notebook_path=path,
+            name=name,
+            sandbox=sandbox,
+            mirror_path=mirror_path,
+            kernel_env_file=kernel_env_file,
+            cells=cells,
+            metadata=metadata,
+        )
+        session.save()
+        session._connect()
+        session._initialise(workspace)
+        session.save()
+    except BaseException:
+        if session is not None:
+            session.shutdown()
+        else:
+            client.request("DELETE", f"/api/kernels/{kernel_id}")
+        raise
+    return session

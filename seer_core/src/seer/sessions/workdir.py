@@ -1,4 +1,6 @@
-"""Local sessions: the agent works on this machine, in a directory with its workspace installed.
+"""Working-directory sessions (the ``local`` execution mode): the agent works on this machine, in a
+directory with its workspace installed. Named for the directory, since "local" is also the provider
+that runs sandboxes on this machine (:mod:`seer.providers.local`), which this has nothing to do with.
 
 This is the session of seed Pattern 4: a ``ScopedSandbox`` serves an interface file, the
 ``library`` expose mode turns it into a client module, and the agent's local code imports that
@@ -8,9 +10,10 @@ module and calls the functions, which run in the sandbox over RPC::
     session = create_local_session(Workspace(libraries=[tools]), workspace_dir="./work", name="exp")
     # ./work/tools.py is there: `cd work && python -c "import tools; print(tools.list_cache())"`
 
-Build one with :func:`seer.execution.create_local_session`. Nothing runs in the background: a
-local session is files in a directory plus what the agent is told (:attr:`LocalSession.prompt`) and
-the MCP servers its harness should load (:attr:`LocalSession.mcp_config`).
+Build one with :func:`create_local_session` (also importable from :mod:`seer.execution`). Nothing
+runs in the background: a local session is files in a directory plus what the agent is told
+(:attr:`LocalSession.prompt`) and the MCP servers its harness should load
+(:attr:`LocalSession.mcp_config`).
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from seer.errors import ConfigError, ConfigProblem, ExecError, ExecTimeoutError
 from seer.providers.base import ExecResult
+from seer.sandbox.execution_mode import ExecutionModePlugin
 
 if TYPE_CHECKING:
     from seer.workspace import InstalledWorkspace, Workspace
 
-__all__ = ["MCP_CONFIG_FILE", "LocalSession"]
+__all__ = ["MCP_CONFIG_FILE", "LocalMode", "LocalSession", "create_local_session"]
 
 #: Where :meth:`LocalSession.write_mcp_config` writes by default, relative to the workspace
 #: directory (the project-scoped MCP file agent harnesses such as Claude Code read).
@@ -227,13 +231,29 @@ def _place_libraries(base: Path, workspace: Workspace, manifest: Path) -> list[s
     return sorted(wanted)
 
 
-def new_local_session(
-    workspace: Workspace | None = None,
-    workspace_dir: str | os.PathLike[str] = ".",
-    name: str | None = None,
+class LocalMode(ExecutionModePlugin):
+    """The agent runs on the client and calls functions exposed from the sandbox over RPC."""
+
+    name = "local"
+    description = "agent runs locally, calls exposed functions over RPC"
+
+
+def create_local_session(
+    workspace: Any = None, workspace_dir: str | os.PathLike[str] = ".", name: str | None = None
 ) -> LocalSession:
-    """Install ``workspace`` into ``workspace_dir`` and return the session (what
-    :func:`seer.execution.create_local_session` does)."""
+    """A session for an agent working on this machine, in ``workspace_dir`` (created if need be),
+    with ``workspace`` installed there: its libraries written at the top of the directory (a script
+    there, or ``python -c`` run from there, imports them; ``session.env`` puts them on
+    ``PYTHONPATH`` for code elsewhere), its skills and files installed, its ``custom_init_code``
+    run once now.
+
+    With a library from ``ScopedSandbox.serve(..., expose_as="library")`` in the workspace, the
+    agent's local code imports it and calls functions that run in the sandbox (seed Pattern 4).
+    ``session.mcp_config`` holds the MCP servers the workspace carries, for the agent's harness to
+    load; ``session.prompt`` tells the agent what it has. ``name`` defaults to
+    ``local-<date>-<time>``. A library file would replace a file of the user's: refused, with
+    :class:`~seer.errors.ConfigError`.
+    """
     from seer.workspace import Workspace
 
     if name is not None and not (isinstance(name, str) and _NAME.match(name)):

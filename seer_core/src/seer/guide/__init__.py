@@ -1,4 +1,7 @@
-"""seer's own agent skill: ``SKILL.md`` teaching an agent to use seer.
+"""seer's guide for agents: the ``SKILL.md`` that teaches an agent to use seer (an agent skill).
+
+Named ``guide`` because "skill" already names two other things: :class:`seer.workspace.Skill`
+(any skill folder given to an agent) and the ``skill`` expose mode (:mod:`seer.expose.modes`).
 
 The text is package data (``SKILL.md.tmpl``, next to this module); the facts that live in code
 (the config fields, the GPU catalogue, the version) are filled in from the code when it is
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from seer._fieldtext import default_text, type_text
+from seer.config.fieldtext import default_text, type_text
 from seer.errors import SeerError
 
 if typing.TYPE_CHECKING:

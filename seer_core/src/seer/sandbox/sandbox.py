@@ -1,9 +1,10 @@
 """``Sandbox``: a machine on some provider, bootstrapped from a :class:`SandboxConfig`.
 
 ``start()`` checks everything it can first (config, provider, secrets), then provisions the
-machine and runs core bootstrap in it, one named step at a time: packages, files, repos, models,
-the execution mode. If a step fails, what was made is torn down and one
-:class:`~seer.errors.SandboxStartError` says which step failed and why.
+machine and runs core bootstrap in it, one named step at a time: packages, files and repos
+(:mod:`seer.sandbox.bootstrap`), models (:mod:`seer.sandbox.model_cache`), then the execution
+mode. If a step fails, what was made is torn down and one :class:`~seer.errors.SandboxStartError`
+says which step failed and why.
 
 A started sandbox outlives the script that started it (until ``terminate()`` or its ``timeout``);
 ``Sandbox.attach(sandbox_id)`` finds it again from any process.
@@ -13,12 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
-import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -34,7 +32,6 @@ from seer.errors import (
     SeerError,
 )
 from seer.ids import sandbox_id_providers
-from seer.models import ModelHandle, prepare_models
 from seer.outputs import client_outputs_dir, copy_out
 from seer.progress import Progress
 from seer.providers.base import (
@@ -47,20 +44,12 @@ from seer.providers.base import (
     Provider,
     Snapshot,
 )
+from seer.sandbox import bootstrap
+from seer.sandbox.bootstrap import RepoHandle
+from seer.sandbox.model_cache import ModelHandle, prepare_models
 from seer.state import end_record, prune_records, read_json, record_path, records_dir, write_json
 
 __all__ = ["RepoHandle", "Sandbox"]
-
-
-@dataclass(frozen=True)
-class RepoHandle:
-    """A repository cloned into the sandbox."""
-
-    name: str
-    url: str
-    path: str
-    commit: str
-    installed: bool
 
 
 def _records() -> Path:
@@ -113,7 +102,7 @@ class Sandbox:
             timeout=config.timeout,
             gpu=config.gpu,
             gpu_count=config.gpu_count,
-            python_packages=_with_required(
+            python_packages=bootstrap.with_required(
                 config.python_packages,
                 # The model fetcher runs in the sandbox and needs huggingface_hub there.
                 [*mode_cls.required_packages, *(["huggingface_hub>=1"] if config.models else [])],
@@ -136,18 +125,15 @@ class Sandbox:
             step = "packages"
             if config.python_packages and not self._machine.packages_installed:
                 with progress.step("Installing Python packages"):
-                    self._install_packages(config.python_packages, progress)
+                    bootstrap.install_packages(self, config.python_packages, progress)
             step = "files"
             if config.local_files or config.local_dirs:
                 with progress.step("Copying local files"):
-                    for local, remote in config.local_files:
-                        self.upload_file(local, remote)
-                    for local, remote in config.local_dirs:
-                        self.upload_dir(local, remote)
+                    bootstrap.copy_local_files(self, config)
             step = "repos"
             for repo in config.repos:
                 with progress.step(f"Cloning {repo.url}"):
-                    self._repos.append(self._clone(repo))
+                    self._repos.append(bootstrap.clone_repo(self, repo))
             step = "models"
             if config.models:
                 with progress.step(f"Fetching {len(config.models)} model(s)"):
@@ -495,56 +481,6 @@ class Sandbox:
         """Save the sandbox's files so ``Sandbox.from_snapshot`` can start from them."""
         return self.machine.snapshot(description)
 
-    # --- bootstrap steps ------------------------------------------------------------------
-    def _install_packages(self, packages: list[str], progress: Progress) -> None:
-        self.exec(
-            [self.machine.python, "-m", "pip", "install", *packages],
-            on_output=lambda _s, text: progress.update(text.strip()),
-            check=True,
-        )
-
-    def _clone(self, repo: Any) -> RepoHandle:
-        # "--" ends git's options: a URL or ref is never read as one, whatever the config let by.
-        dest = self.machine.resolve(repo.dir_name)
-        url = repo.clone_url
-        if url.startswith("/") or url.startswith("file://"):
-            # The machine may not see the client's disk: clone here, copy the clone in.
-            with tempfile.TemporaryDirectory(prefix="seer-clone-") as tmp:
-                _git(["clone", "--quiet", "--", url, tmp + "/r"])
-                if repo.ref:
-                    _git(["-C", tmp + "/r", "checkout", "--quiet", repo.ref, "--"])
-                self.machine.put_dir(tmp + "/r", dest)
-        else:
-            self.exec(["git", "clone", "--quiet", "--", url, dest], check=True)
-            if repo.ref:
-                self.exec(["git", "-C", dest, "checkout", "--quiet", repo.ref, "--"], check=True)
-        commit = self.exec(["git", "-C", dest, "rev-parse", "HEAD"], check=True).stdout.strip()
-        if repo.install is True:
-            self.exec([self.machine.python, "-m", "pip", "install", "-e", dest], check=True)
-        elif isinstance(repo.install, str):
-            self.exec(repo.install, cwd=dest, check=True)
-        return RepoHandle(repo.dir_name, repo.url, dest, commit, bool(repo.install))
-
     def __repr__(self) -> str:
         state = f"{self._machine.id}" if self._machine else "not started"
         return f"<Sandbox {state} on {self._provider_name}>"
-
-
-def _with_required(packages: list[str], required: list[str]) -> list[str]:
-    """``packages`` plus each of ``required`` whose project it does not already name."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    named = set()
-    for raw in packages:
-        try:
-            named.add(canonicalize_name(Requirement(raw).name))
-        except InvalidRequirement:
-            continue
-    return [*packages, *(r for r in required if canonicalize_name(Requirement(r).name) not in named)]
-
-
-def _git(args: list[str]) -> None:
-    proc = subprocess.run(["git", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SandboxError(f"git {shlex.join(args)} failed: {proc.stderr.strip()}")

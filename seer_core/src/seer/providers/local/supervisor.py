@@ -1,4 +1,4 @@
-"""The supervisor of one local sandbox: ``python -m seer.providers._supervisor SANDBOX_DIR``.
+"""The supervisor of one local sandbox: ``python -m seer.providers.local.supervisor SANDBOX_DIR``.
 
 Started detached by the local provider, it outlives the client. It waits until the sandbox's
 deadline passes or it is sent SIGTERM (``terminate()``), then tears the sandbox down (every
@@ -8,7 +8,7 @@ way it also watches the starting client: if that dies before saying it finished,
 get the half-made sandbox, so it is torn down at once (``lost``) rather than left running to its
 timeout.
 
-It runs for every local sandbox, so it imports only :mod:`seer.providers._local_dir` (no
+It runs for every local sandbox, so it imports only :mod:`seer.providers.local.sandbox_dir` (no
 pydantic, no pluggy): its start-up is paid on every ``start()``.
 """
 
@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from seer.errors import SandboxNotFoundError
-from seer.providers._local_dir import SandboxDir
 from seer.providers.base import MachineStatus
+from seer.providers.local.sandbox_dir import SandboxDir
 
 
 def main(sandbox_dir: str) -> int:

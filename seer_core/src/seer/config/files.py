@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from seer.config import ExperimentConfig, format_loc
+from seer.config.schema import ExperimentConfig, format_loc
 from seer.errors import ConfigError, ConfigProblem
 
 #: Path of a value in the parsed document (as in pydantic locations) -> its 1-based line.

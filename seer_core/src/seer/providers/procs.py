@@ -1,5 +1,6 @@
-"""Process helpers for the local provider: liveness that survives PID reuse, and killing
-everything a sandbox started, wherever it wandered (new sessions included)."""
+"""Processes on this machine: liveness that survives PID reuse (for the local provider and the
+starting client's watch, :mod:`seer.providers.starter`), and killing everything a local sandbox
+started, wherever it wandered (new sessions included)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """A local sandbox's folder and record, apart from the provider: what its supervisor needs.
 
-:mod:`seer.providers._supervisor` runs as its own process for every local sandbox, so what it
+:mod:`seer.providers.local.supervisor` runs as its own process for every local sandbox, so what it
 imports is paid on every start (and, on a busy machine, competes with the client for the CPU).
 This module therefore imports only the standard library and seer's stdlib-only modules
 (state, outputs, errors, ids, the provider contract's data types): never the config schema
-(pydantic) or the plugin system (pluggy), which :mod:`seer.providers.local` needs;
+(pydantic) or the plugin system (pluggy), which :mod:`seer.providers.local.provider` needs;
 filelock (tens of milliseconds to import) only once a teardown takes the sandbox's lock.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from seer.errors import SandboxNotFoundError
 from seer.ids import check_sandbox_id
 from seer.outputs import KEPT_DIRS, keep_tree, recorded_outputs_dir
-from seer.providers import _procs
+from seer.providers import procs
 from seer.providers.base import MachineStatus
 from seer.providers.starter import starter_alive
 from seer.state import read_json, seer_home, write_json
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["ID_PATTERN", "SUPERVISOR_MODULE", "LocalIds", "SandboxDir", "local_root"]
 
 #: The module the supervisor runs as (``python -m``); its command line names the sandbox's folder.
-SUPERVISOR_MODULE = "seer.providers._supervisor"
+SUPERVISOR_MODULE = "seer.providers.local.supervisor"
 
 #: The exact form of a local sandbox's id.
 ID_PATTERN = r"local-[0-9a-f]{10}"
@@ -120,7 +120,7 @@ class SandboxDir:
         sandbox's supervisor (its command line says so) before anyone signals it."""
         sup = meta.get("supervisor") or {}
         pid = _pid(sup)
-        if _procs.alive(pid, sup.get("started")) and _procs.runs(pid, SUPERVISOR_MODULE, str(self.dir)):
+        if procs.alive(pid, sup.get("started")) and procs.runs(pid, SUPERVISOR_MODULE, str(self.dir)):
             return pid
         return None
 
@@ -150,7 +150,7 @@ class SandboxDir:
         with self.lock:
             meta = self.meta()
             already = MachineStatus(meta["status"]) is not MachineStatus.RUNNING
-            _procs.kill_sandbox_processes(self.id, self.pgids())
+            procs.kill_sandbox_processes(self.id, self.pgids())
             if already:
                 return
             if self.keep_outputs():

@@ -1,0 +1,147 @@
+"""The ``.ipynb`` document a notebook session writes: :class:`NotebookDocument` (nbformat 4.5,
+built cell by cell, each cell serialised once) and the checks for continuing an existing notebook
+(:func:`notebook_cells`, :func:`check_notebook_path`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from seer.errors import (
+    NotebookError,
+)
+
+__all__ = [
+    "CELL_ID",
+    "NotebookDocument",
+    "check_notebook_path",
+    "check_source",
+    "new_cell_id",
+    "notebook_cells",
+    "source_text",
+]
+
+if TYPE_CHECKING:
+    pass
+
+
+# --- the notebook document ------------------------------------------------------------------
+
+
+class NotebookDocument:
+    """An nbformat 4.5 notebook built cell by cell; each cell is serialised once, when added."""
+
+    def __init__(self, metadata: dict[str, Any], cells: list[dict[str, Any]] | None = None):
+        self.metadata = metadata
+        self.cells: list[dict[str, Any]] = list(cells or [])
+        self._text: list[str | None] = [None] * len(self.cells)
+
+    def add(self, cell: dict[str, Any]) -> None:
+        """Append ``cell`` (an nbformat cell dict) to the notebook."""
+        self.cells.append(cell)
+        self._text.append(None)
+
+    def invalidate(self) -> None:
+        """Serialise every cell again at the next render (cells changed in place)."""
+        self._text = [None] * len(self.cells)
+
+    def touch(self, cell: dict[str, Any]) -> None:
+        """``cell`` (this very dict) changed: serialise it again at the next render."""
+        for i, candidate in enumerate(self.cells):
+            if candidate is cell and i < len(self._text):
+                self._text[i] = None
+                return
+        self.invalidate()
+
+    @staticmethod
+    def _dump(obj: Any, indent: str) -> str:
+        text = json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
+        return textwrap.indent(text, indent)[len(indent) :]
+
+    def render(self) -> str:
+        """The notebook as ``.ipynb`` text, re-serialising only the cells that changed."""
+        for i, text in enumerate(self._text):
+            if text is None:
+                self._text[i] = "  " + self._dump(self.cells[i], "  ")
+        cells = ",\n".join(t for t in self._text if t is not None)
+        return (
+            '{\n "cells": [\n'
+            + cells
+            + ("\n" if cells else "")
+            + ' ],\n "metadata": '
+            + self._dump(self.metadata, " ")
+            + ',\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
+        )
+
+
+def new_cell_id() -> str:
+    """A fresh nbformat cell id."""
+    return uuid.uuid4().hex[:8]
+
+
+def check_notebook_path(path: object) -> str:
+    """``path`` if it names a notebook inside a Jupyter server's root (relative, ``.ipynb``, no
+    ``..``); else :class:`~seer.errors.NotebookError` saying what is wrong with it."""
+    if not isinstance(path, str) or not path.strip():
+        raise NotebookError(f"notebook path {path!r} is not a path: give one like 'notebooks/name.ipynb'")
+    parts = path.split("/")
+    if path.startswith("/") or "\\" in path or "\x00" in path or ".." in parts:
+        raise NotebookError(
+            f"notebook path {path!r} must be relative to the Jupyter server's root, without '..' "
+            "(like 'notebooks/name.ipynb')"
+        )
+    if not path.endswith(".ipynb") or not parts[-1][: -len(".ipynb")]:
+        raise NotebookError(f"notebook path {path!r} does not name a notebook (a '<name>.ipynb' file)")
+    return path
+
+
+def notebook_cells(
+    notebook: object, *, where: str = "the notebook"
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(cells, metadata)`` of an nbformat 4 notebook dict, checked and made fit to be continued:
+    sources joined into strings, every cell given an id, code cells their ``outputs`` and
+    ``execution_count``. Raises :class:`~seer.errors.NotebookError` naming ``where`` and the cell
+    when it is not such a notebook."""
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise NotebookError(f"{where} is not a Jupyter notebook (no list of 'cells')")
+    if notebook.get("nbformat") != 4:
+        raise NotebookError(
+            f"{where} is nbformat {notebook.get('nbformat')!r}; seer continues nbformat 4 notebooks "
+            "(convert it with: jupyter nbconvert --to notebook --inplace FILE)"
+        )
+    cells: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, raw in enumerate(notebook["cells"]):
+        kind = raw.get("cell_type") if isinstance(raw, dict) else None
+        if kind not in ("code", "markdown", "raw"):
+            raise NotebookError(f"{where}: cell {number} is not a code, markdown or raw cell")
+        cell = json.loads(json.dumps(raw))
+        cell["source"] = source_text(cell.get("source", ""))
+        cell.setdefault("metadata", {})
+        if not isinstance(cell.get("id"), str) or not CELL_ID.match(cell["id"]) or cell["id"] in seen:
+            cell["id"] = new_cell_id()
+        seen.add(cell["id"])
+        if kind == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+        cells.append(cell)
+    metadata = notebook.get("metadata")
+    return cells, dict(metadata) if isinstance(metadata, dict) else {}
+
+
+def check_source(source: object) -> str:
+    """``source`` if it is a cell's source (a string); else :class:`~seer.errors.NotebookError`."""
+    if not isinstance(source, str):
+        raise NotebookError(f"a cell's source must be a string, not {type(source).__name__}")
+    return source
+
+
+def source_text(source: Any) -> str:
+    """A cell's source as one string (nbformat allows a list of lines)."""
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+CELL_ID = re.compile(r"^[a-zA-Z0-9-_]{1,64}$")
