@@ -119,7 +119,11 @@ def test_disabling_a_builtin_provider(monkeypatch: pytest.MonkeyPatch, fresh_plu
     assert err.value.kind == "provider"
 
 
-def test_unknown_provider_lists_installed_and_the_extra_to_install() -> None:
+def test_unknown_provider_lists_installed_and_the_extra_to_install(
+    fresh_plugins: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEER_DISABLE_PLUGINS", "modal")  # as if seer-modal were not installed
+    plugins.reset()
     with pytest.raises(UnknownPluginError) as err:
         plugins.get_provider_class("modal")
     message = str(err.value)

@@ -43,7 +43,8 @@ def test_uv_from_its_registry_image_becomes_a_pip_install() -> None:
     ]
     dockerfile = render_layer(commands, {"base": "sha256:parent"}, BASE)
     assert "COPY --from" not in dockerfile
-    assert 'python -m pip install --quiet uv && mkdir -p "$(dirname /.uv/uv)"' in dockerfile
+    assert "RUN /opt/modal-python/bin/python -m pip install --quiet uv && mkdir -p" in dockerfile
+    assert "ln -sf /opt/modal-python/bin/uv /.uv/uv" in dockerfile
     assert dockerfile.rstrip().endswith("RUN /.uv/uv pip install six")
 
 

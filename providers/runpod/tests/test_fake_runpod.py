@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import paramiko
 import pytest
@@ -43,9 +44,18 @@ def pods(fake_runpod: FakeRunPod) -> Iterator[list[str]]:
             fake_runpod.terminate(pod_id, "user")
 
 
+def booted(pod_id: str, timeout: float = 300) -> dict[str, Any]:
+    """The pod as ``get_pod`` shows it once its ``runtime`` is there, polled as a client must."""
+    deadline = time.monotonic() + timeout
+    while (pod := runpod.get_pod(pod_id))["runtime"] is None:
+        assert time.monotonic() < deadline, f"pod {pod_id} has no runtime after {timeout} s"
+        time.sleep(0.2)
+    return pod
+
+
 def ssh(fake: FakeRunPod, pod_id: str, key: Path, tmp_path: Path) -> paramiko.SSHClient:
     """Log into a pod as root at the public SSH address its ``runtime.ports`` gives."""
-    pod = runpod.get_pod(pod_id)
+    pod = booted(pod_id)
     (mapping,) = [p for p in pod["runtime"]["ports"] if p["privatePort"] == 22]
     assert mapping["type"] == "tcp" and mapping["isIpPublic"]
     known_hosts = fake.host(pod_id).write_known_hosts(tmp_path / f"known_hosts_{pod_id}")
@@ -99,7 +109,7 @@ def test_gpu_pod_is_created_and_reached_over_ssh(
     pods.append(made["id"])
     assert fake_runpod.operations()[-2:] == ["gpuTypes", "podFindAndDeployOnDemand"]
     assert "SEER_TOKEN=tok123" in made["env"] and made["machine"]["podHostId"].startswith(made["id"])
-    pod = runpod.get_pod(made["id"])
+    pod = booted(made["id"])  # as on RunPod, the deploy call answers before the container runs
     assert (pod["desiredStatus"], pod["gpuCount"], pod["machine"]["gpuDisplayName"]) == (
         "RUNNING",
         2,
@@ -135,6 +145,7 @@ def test_cpu_pod_and_listing(fake_runpod: FakeRunPod, pods: list[str]) -> None:
 def test_terminate_pod_removes_its_container(fake_runpod: FakeRunPod, pods: list[str]) -> None:
     made = runpod.create_pod("seer-end", "runpod/base:0.6.2-cpu")
     pods.append(made["id"])
+    fake_runpod.wait_started(made["id"])
     before = len(fake_runpod.containers())
     runpod.terminate_pod(made["id"])
     assert len(fake_runpod.containers()) == before - 1
@@ -142,6 +153,20 @@ def test_terminate_pod_removes_its_container(fake_runpod: FakeRunPod, pods: list
     assert made["id"] not in {pod["id"] for pod in runpod.get_pods()}
     assert fake_runpod.pods[made["id"]].terminated_by == "user"
     assert fake_runpod.operations()[-3:] == ["podTerminate", "pod", "myself"]
+
+
+def test_terminate_while_the_container_starts_leaves_no_container(
+    fake_runpod: FakeRunPod, pods: list[str]
+) -> None:
+    made = runpod.create_pod("seer-early", "runpod/base:0.6.2-cpu", ports="22/tcp")
+    pods.append(made["id"])
+    starter = fake_runpod.pods[made["id"]].starter
+    assert starter is not None and starter.is_alive()  # the call answered before the container runs
+    runpod.terminate_pod(made["id"])
+    assert runpod.get_pod(made["id"]) is None
+    fake_runpod.wait_started(made["id"])  # the starter sees the pod ended and removes its container
+    assert [c.name for c in fake_runpod.containers() if made["id"] in c.name] == []
+    assert fake_runpod.pods[made["id"]].host is None
 
 
 def test_a_pod_terminates_itself_through_the_api(
@@ -271,4 +296,4 @@ def test_delay_and_boot_delay(fake_runpod: FakeRunPod, pods: list[str]) -> None:
         assert runpod.get_pod(made["id"])["runtime"] is None  # still "pulling its image"
     finally:
         fake_runpod.delay, fake_runpod.boot_delay = 0.0, 0.0
-    assert runpod.get_pod(made["id"])["runtime"]["ports"][0]["privatePort"] == 22
+    assert booted(made["id"])["runtime"]["ports"][0]["privatePort"] == 22

@@ -1,5 +1,6 @@
-"""seer-runpod: seer on RunPod. For now it holds the test kit, :mod:`seer_runpod.testing`.
+"""seer-runpod: seer on RunPod pods (:mod:`seer_runpod.provider`), and its test kit,
+:mod:`seer_runpod.testing`.
 
-Nothing heavy is imported here: the runpod SDK, paramiko and docker load only when the test kit
-(or, later, the provider) is used.
+Nothing heavy is imported here: the runpod SDK, paramiko and docker load only when the provider or
+the test kit is used.
 """

@@ -5,6 +5,6 @@ volume and snapshot on the local Docker engine; see ``providers/modal/README.md`
 import the ``fake_modal`` fixture from :mod:`seer_modal.testing.pytest_plugin`.
 """
 
-from seer_modal.testing.fake import BUILDER_VERSION, DEFAULT_BASE_IMAGE, FakeModal
+from seer_modal.testing.fake import BUILDER_VERSION, DEFAULT_BASE_IMAGE, LOCAL_PIP_OPTIONS, FakeModal
 
-__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "FakeModal"]
+__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "LOCAL_PIP_OPTIONS", "FakeModal"]

@@ -224,10 +224,12 @@ class ControlPlane(api_grpc.ModalClientBase):
         self, record: FakeImage, dockerfile: str, context: dict[str, bytes], args: dict[str, str]
     ) -> None:
         try:
-            record.docker_image, record.log = await blocking(
-                self.state.engine.build_layer, record.key, dockerfile, context, args
-            )
-            self.state.layers_built += 1
+            built = await blocking(self.state.engine.build_layer, record.key, dockerfile, context, args)
+            if built is None:  # another fake on the engine built it while this one waited
+                record.docker_image = await blocking(self.state.engine.find_layer, record.key) or ""
+            else:
+                record.docker_image, record.log = built
+                self.state.layers_built += 1
         except LayerBuildError as exc:
             record.error = str(exc)
         except Exception as exc:

@@ -5,17 +5,25 @@ an image layer is a Docker image built from :func:`seer_modal.testing.layers.ren
 volume is a Docker named volume, a filesystem snapshot is ``docker commit``. Everything carries
 the label ``seer.modal-fake=<instance>`` so one fake cleans up exactly what it made.
 
+Layer images are tagged by their content hash, so a fake finds a layer another fake built on the
+same engine, as Modal finds a layer any earlier build made. A fake that keeps its layers
+(``keep_layers``) leaves them there for the next one, a test session's other worker or a later
+run; a file lock per layer (:data:`LOCK_DIR`) makes two fakes that ask for the same layer at once
+build it once.
+
 Every call here blocks; the servicers run them in worker threads.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import shlex
 import socket
 import struct
 import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +39,8 @@ __all__ = ["FAKE_LABEL", "DockerEngine", "ExecProcess", "LayerBuildError", "engi
 FAKE_LABEL = "seer.modal-fake"
 #: Repository of the layer images the fake builds (the tag is the layer's content hash).
 LAYER_REPO = "seer-modal-fake"
+#: Where fakes on this machine take a per-layer lock while building it (the engine is shared).
+LOCK_DIR = Path(tempfile.gettempdir()) / "seer-modal-fake-layers"
 #: Where the fake's helpers live inside each sandbox (Modal keeps its own tools there too).
 BIN_DIR = "/__modal/.bin"
 #: The sandbox's environment (secrets included) for its entrypoint; deleted as the sandbox starts.
@@ -180,12 +190,18 @@ class ExecProcess:
             self._on_exit(self._exit_code())
 
     def _drain(self, frames: _Frames) -> None:
-        end = time.monotonic() + 0.5
-        while time.monotonic() < end:
-            self._raw.settimeout(0.1)
+        """Read what the engine still forwards after the command ended, until the stream ends or
+        a second has passed (a background child may hold it open). The engine can report the
+        command ended before it has copied its last output, under load by more than 0.1 s: a
+        pause is no end of output, so only the stream's end or the deadline stop the reading."""
+        end = time.monotonic() + 1.0
+        while (left := end - time.monotonic()) > 0:
+            self._raw.settimeout(min(0.1, left))
             try:
                 data = self._raw.recv(1 << 16)
-            except (TimeoutError, OSError):
+            except TimeoutError:
+                continue
+            except OSError:
                 return
             if not data:
                 return
@@ -205,10 +221,15 @@ class ExecProcess:
 
 
 class DockerEngine:
-    """What one fake made on the engine, and how it makes more."""
+    """What one fake made on the engine, and how it makes more.
 
-    def __init__(self, instance: str, base_image: str):
+    ``keep_layers``: leave the layer images it built on the engine when it cleans up (for the
+    next fake to find by content hash); its containers, volumes and snapshots go either way.
+    """
+
+    def __init__(self, instance: str, base_image: str, *, keep_layers: bool = False):
         self.instance = instance
+        self.keep_layers = keep_layers
         self.client = docker_client()
         self.base_image_id: str = str(self.client.images.get(base_image).id)
         self._images: list[str] = []
@@ -232,8 +253,25 @@ class DockerEngine:
 
     def build_layer(
         self, key: str, dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]
+    ) -> tuple[str, list[str]] | None:
+        """Build one layer; return its Docker image id and the build's log lines, or None when
+        another fake on this engine built it meanwhile (:meth:`find_layer` has it now).
+
+        Builds of one layer wait for each other, across processes: the first builds it, the
+        others find it."""
+        LOCK_DIR.mkdir(parents=True, exist_ok=True)
+        with open(LOCK_DIR / f"{key[:24]}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if self.find_layer(key) is not None:
+                    return None
+                return self._build(key, dockerfile, context_files, build_args)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _build(
+        self, key: str, dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]
     ) -> tuple[str, list[str]]:
-        """Build one layer; return its Docker image id and the build's log lines."""
         files = {name: (data, 0o644) for name, data in context_files.items()}
         files["Dockerfile"] = (dockerfile.encode(), 0o644)
         tag = f"{LAYER_REPO}:{key[:24]}"
@@ -259,8 +297,9 @@ class DockerEngine:
         image_id = self.find_layer(key)
         if image_id is None:
             raise LayerBuildError(f"the build of layer {key[:12]} left no image {tag}")
-        with self._lock:
-            self._images.append(image_id)
+        if not self.keep_layers:
+            with self._lock:
+                self._images.append(image_id)
         return image_id, log
 
     def commit(self, container_id: str, snapshot_id: str) -> str:
@@ -356,12 +395,17 @@ class DockerEngine:
 
     # --- teardown --------------------------------------------------------------------------
     def cleanup(self) -> None:
-        """Remove every container, volume and image this fake made."""
+        """Remove every container, volume and image this fake made (its layers kept if
+        ``keep_layers``)."""
         from docker.errors import APIError, NotFound
 
         for container in self.containers():
             with contextlib.suppress(APIError):
                 self.remove(str(container.id))
+        # A removal already under way (a sandbox that just ended) holds its image a moment longer.
+        deadline = time.monotonic() + 10
+        while self.containers() and time.monotonic() < deadline:
+            time.sleep(0.2)
         for volume in self.client.volumes.list(filters={"label": f"{FAKE_LABEL}={self.instance}"}):
             with contextlib.suppress(NotFound, APIError):
                 volume.remove(force=True)

@@ -33,12 +33,21 @@ from seer_modal.testing.engine import DockerEngine, engine_problem
 from seer_modal.testing.router import Router
 from seer_modal.testing.state import FakeState
 
-__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "FakeModal"]
+__all__ = ["BUILDER_VERSION", "DEFAULT_BASE_IMAGE", "LOCAL_PIP_OPTIONS", "FakeModal"]
 
 log = logging.getLogger(__name__)
 
 #: The local image every Modal registry image (``debian_slim``, ``from_registry``...) maps onto.
 DEFAULT_BASE_IMAGE = os.environ.get("SEER_MODAL_FAKE_BASE_IMAGE", "seer-test-base:bookworm")
+#: Options for ``uv pip install`` (seer-modal's ``provider_options["pip_options"]``) with which a
+#: build on the local base image finds packages as its pip does: uv reads no pip configuration, so
+#: name the wheels folder and package mirrors the base image carries, and use the system's
+#: certificates (a TLS-intercepting proxy) for the rest.
+LOCAL_PIP_OPTIONS = os.environ.get(
+    "SEER_MODAL_FAKE_PIP_OPTIONS",
+    "--system-certs --find-links /opt/wheels "
+    "--extra-index-url file:///opt/pypi/simple --extra-index-url file:///opt/pypi-more/simple",
+)
 #: The image builder version the fake's environment announces (the SDK's newest stable one).
 BUILDER_VERSION = "2026.10"
 
@@ -103,11 +112,16 @@ class FakeModal:
     Use it as a context manager (or :meth:`start` / :meth:`close`); :meth:`activate` points the
     modal SDK of this process at it. On close it removes every container, volume and image it
     made. ``base_image``: the local image Modal's registry images map onto; ``rpc_delay``:
-    seconds each call waits before it is handled.
+    seconds each call waits before it is handled; ``keep_layers``: leave the image layers it
+    built on the engine, where any later fake finds them by content, as Modal keeps its layer
+    cache (a test session's fakes build a torch image once, not once per worker or run).
     """
 
-    def __init__(self, *, base_image: str = DEFAULT_BASE_IMAGE, rpc_delay: float = 0.0):
+    def __init__(
+        self, *, base_image: str = DEFAULT_BASE_IMAGE, rpc_delay: float = 0.0, keep_layers: bool = False
+    ):
         self.base_image = base_image
+        self.keep_layers = keep_layers
         #: seconds every call waits before it is handled (simulates a real network); settable
         self.rpc_delay = rpc_delay
         #: the name of every call received, in order (``"AppGetOrCreate"``, ``"TaskExecStart"``...)
@@ -145,7 +159,8 @@ class FakeModal:
 
     @property
     def layers_built(self) -> int:
-        """How many image layers were really built (a cached layer builds nothing)."""
+        """How many image layers this fake really built (a layer cached on the engine, by this
+        fake or an earlier one, builds nothing)."""
         return self.state.layers_built
 
     def call_counts(self) -> collections.Counter[str]:
@@ -181,7 +196,7 @@ class FakeModal:
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         self._state = FakeState(
-            engine=DockerEngine(self.instance, self.base_image),
+            engine=DockerEngine(self.instance, self.base_image, keep_layers=self.keep_layers),
             router_url=self.url,
             token_id=self.token_id,
             token_secret=self.token_secret,

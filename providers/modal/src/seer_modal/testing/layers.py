@@ -12,8 +12,8 @@ here, so:
   ``from_registry(add_python=...)``) are skipped: they set up the registry image, which the
   local base replaces. Its ``ENV``, ``WORKDIR``, ``CMD`` and similar lines are kept.
 * ``COPY --from=ghcr.io/astral-sh/uv:<version> /uv <dest>`` (``Image.uv_pip_install``) becomes
-  a ``pip install uv`` with ``<dest>`` linked to it; any other ``COPY --from`` an image fails
-  the build, naming the image.
+  a ``pip install uv`` into the fake's Python environment, ``<dest>`` linked to it; any other
+  ``COPY --from`` an image fails the build, naming the image.
 * every other line is built as written, on the parent layer's Docker image.
 
 The Python is the local base image's whatever ``python_version`` the definition asks for.
@@ -91,9 +91,11 @@ def render_layer(commands: list[str], parents: Mapping[str, str], local_base: st
         uv = _UV_COPY.match(command)
         if uv:
             dest = shlex.quote(uv.group(1))
+            # Modal copies a static binary, whatever Python is first on PATH (a venv without pip,
+            # say): install it with the fake's own Python, the one the registry image stands for.
             lines.append(
-                f'RUN python -m pip install --quiet uv && mkdir -p "$(dirname {dest})" '
-                f'&& ln -sf "$(command -v uv)" {dest}'
+                f'RUN {VENV}/bin/python -m pip install --quiet uv && mkdir -p "$(dirname {dest})" '
+                f"&& ln -sf {VENV}/bin/uv {dest}"
             )
             continue
         other = _COPY_FROM.match(command)

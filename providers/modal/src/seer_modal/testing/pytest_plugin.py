@@ -1,5 +1,7 @@
 """The ``fake_modal`` pytest fixture: one :class:`FakeModal` per test session, the modal SDK
-of the test process pointed at it. Import it into a ``conftest.py``::
+of the test process pointed at it. It keeps the image layers it builds on the engine, so the
+session's other workers and later sessions reuse them (as Modal's layer cache would). Import it
+into a ``conftest.py``::
 
     from seer_modal.testing.pytest_plugin import fake_modal  # noqa: F401
 
@@ -23,5 +25,5 @@ def fake_modal() -> Iterator[FakeModal]:
     problem = FakeModal.problem()
     if problem:
         pytest.skip(f"no fake Modal here: {problem}")
-    with FakeModal() as fake, fake.activate():
+    with FakeModal(keep_layers=True) as fake, fake.activate():
         yield fake

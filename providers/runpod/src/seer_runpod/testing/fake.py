@@ -10,6 +10,11 @@ Each pod is a :class:`seer_ssh.testing.SshHost` logged into as root, as RunPod's
 pod's environment in its SSH sessions and the key in its ``PUBLIC_KEY`` authorised. The container
 uses host networking, so processes in a pod reach this server at :attr:`FakeRunPod.url`, the
 127.0.0.1 address, as a pod's watchdog reaches the real API.
+
+As on RunPod, a deploy call answers at once: the pod is ``RUNNING`` with ``runtime`` null, a
+thread of the fake starts its container, and ``runtime`` (with its ``22/tcp`` port) appears once
+sshd answers. A client waits for ``runtime`` as it must with the real API; a container start never
+holds an HTTP request (the runpod SDK gives each call 30 s).
 """
 
 from __future__ import annotations
@@ -21,14 +26,14 @@ import secrets
 import string
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from seer_ssh.testing import SshHost, SshHostError, docker_client, engine_problem, free_port
+from seer_ssh.testing import SshHost, SshHostError, docker_client, engine_problem, free_port, host_image
 
 from seer_runpod.testing.schema import CPU_INSTANCES, DEFAULT_CPU_INSTANCE, GPU_TYPES, SDL, GpuType
 
@@ -91,6 +96,11 @@ class Pod:
     ran_seconds: float = 0.0
     host: SshHost | None = None
     terminated_by: str | None = None
+    #: the thread starting the pod's container (``runtime`` is null until it has)
+    starter: threading.Thread | None = None
+    #: why the container did not start (then ``runtime`` stays null, as for a pod whose image
+    #: RunPod cannot run); None while it starts or once it has
+    start_error: str | None = None
 
     def uptime(self) -> float:
         return time.time() - self.running_since if self.running_since is not None else 0.0
@@ -124,14 +134,25 @@ class FakeRunPod:
 
     ``api_key``: the account's key (default: a random one); ``public_key``: the account's SSH
     public key (``myself.pubKey``), given to pods whose env has no ``PUBLIC_KEY``, as RunPod does.
+    ``python_packages``: pip requirements every pod's system Python has (its container's image is
+    built with them once), as RunPod's pytorch images ship torch.
 
     What tests read and set: :attr:`calls`, :meth:`operations`, :attr:`errors`, :attr:`pods`,
     :attr:`delay` (seconds each call waits), :attr:`boot_delay` (seconds a new pod's ``runtime``
-    stays null, as while RunPod pulls the image), :meth:`host` (a pod's :class:`SshHost`),
+    stays null, as while RunPod pulls the image, on top of its container's start),
+    :meth:`wait_started`, :meth:`host` (a pod's :class:`SshHost`, once started),
     :meth:`add_network_volume`, :meth:`set_stock`, :meth:`containers`.
     """
 
-    def __init__(self, *, api_key: str | None = None, public_key: str = "", data_center_id: str = "EU-RO-1"):
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        public_key: str = "",
+        data_center_id: str = "EU-RO-1",
+        python_packages: Sequence[str] = (),
+    ):
+        self.python_packages = tuple(python_packages)
         self.api_key = api_key or f"rpa_{secrets.token_hex(16).upper()}"
         self.public_key = public_key
         self.data_center_id = data_center_id
@@ -165,8 +186,12 @@ class FakeRunPod:
         return {"RUNPOD_API_BASE_URL": self.url, "RUNPOD_API_KEY": self.api_key}
 
     def start(self) -> FakeRunPod:
+        """Serve the API. The pods' image is found (or built) first: a pod's container starts after
+        its deploy call has answered, so a build failure here is a clear error, not pods whose
+        ``runtime`` stays null."""
         from graphql import build_schema
 
+        host_image(python_packages=self.python_packages)
         self._schema = build_schema(SDL)
         fake = self
 
@@ -186,7 +211,8 @@ class FakeRunPod:
         return self
 
     def close(self) -> None:
-        """Stop serving and remove every container and volume the fake made."""
+        """Stop serving and remove every container and volume the fake made (waiting for the
+        containers still starting, so none is left behind)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -194,7 +220,7 @@ class FakeRunPod:
         with self.lock:
             pods = list(self.pods.values())
         for pod in pods:
-            self._remove(pod)
+            self._end(pod)
         with contextlib.closing(docker_client()) as client:
             for volume in client.volumes.list(filters={"label": f"{FAKE_LABEL}={self.instance}"}):
                 with contextlib.suppress(Exception):
@@ -238,11 +264,22 @@ class FakeRunPod:
         with self.lock:
             return [call for call in self.calls if call.error is not None]
 
-    def host(self, pod_id: str) -> SshHost:
-        """The SSH host realising a live pod."""
+    def wait_started(self, pod_id: str, timeout: float = 600) -> Pod:
+        """The pod, once the thread starting its container has ended (started, failed, or the
+        pod terminated meanwhile); :class:`TimeoutError` after ``timeout`` seconds."""
         pod = self.pods[pod_id]
+        if pod.starter is not None:
+            pod.starter.join(timeout)
+            if pod.starter.is_alive():
+                raise TimeoutError(f"pod {pod_id}'s container did not start in {timeout:g} s")
+        return pod
+
+    def host(self, pod_id: str) -> SshHost:
+        """The SSH host realising a live pod (waiting for its container to start)."""
+        pod = self.wait_started(pod_id)
         if pod.host is None:
-            raise KeyError(f"pod {pod_id} has no container (terminated)")
+            why = pod.start_error or "terminated"
+            raise KeyError(f"pod {pod_id} has no container ({why})")
         return pod.host
 
     def set_stock(self, gpu_type_id: str, count: int) -> None:
@@ -429,18 +466,27 @@ class FakeRunPod:
             request=dict(data),
             api_key=f"rpa_pod_{secrets.token_hex(16)}",
         )
-        with self.lock:  # reserve the GPUs before the (slow) container start
+        pod.starter = threading.Thread(target=self._boot, args=(pod,), daemon=True, name=f"pod-{pod.id}")
+        with self.lock:  # reserve the GPUs; the container starts after this call has answered
             if gpu_type is not None and self._gpus_in_use(gpu_type.id) + count > gpu_type.stock:
                 raise GraphQLFailure(NO_CAPACITY)
             self.pods[pod.id] = pod
-        try:
-            pod.host = self._realise(pod)
-        except BaseException:
-            with self.lock:
-                self.pods.pop(pod.id, None)
-            raise
-        pod.running_since = pod.status_changed = time.time()
+            pod.starter.start()
         return pod
+
+    def _boot(self, pod: Pod) -> None:
+        """The starter thread: realise the pod; if it was terminated meanwhile, remove what started."""
+        try:
+            host = self._realise(pod)
+        except Exception as exc:
+            pod.start_error = str(exc)
+            return
+        with self.lock:
+            ended = pod.terminated_by is not None or self._server is None
+            if not ended:
+                pod.host = host
+        if ended:
+            host.stop()
 
     def _gpus_in_use(self, gpu_type_id: str) -> int:
         return sum(
@@ -481,6 +527,7 @@ class FakeRunPod:
                 labels=labels,
                 name=f"seer-runpod-fake-{pod.id}",
                 port=port,
+                python_packages=self.python_packages,
             )
             try:
                 return host.start()
@@ -498,9 +545,16 @@ class FakeRunPod:
                 except NotFound:
                     client.volumes.create(name, labels={FAKE_LABEL: self.instance})
 
+    def _end(self, pod: Pod) -> None:
+        """Wait for the pod's container start, then remove what it made."""
+        if pod.starter is not None:
+            pod.starter.join()
+        self._remove(pod)
+
     def _remove(self, pod: Pod) -> None:
         """Remove a pod's container, and its own volume (a network volume stays)."""
-        host, pod.host = pod.host, None
+        with self.lock:
+            host, pod.host = pod.host, None
         if host is not None:
             host.stop()
         if pod.volume_in_gb and pod.network_volume_id is None:
@@ -517,9 +571,11 @@ class FakeRunPod:
             pod.terminated_by = caller
             pod.desired_status = "TERMINATED"
             pod.status_changed = time.time()
+        # a container still starting is removed by its starter thread, which sees the pod ended
         self._remove(pod)
 
     def stop(self, pod_id: str, caller: str) -> Pod:
+        host = self._started_host(pod_id, caller)
         with self.lock:
             pod = self._live_pod(pod_id, caller)
             if pod.desired_status == "EXITED":
@@ -528,21 +584,30 @@ class FakeRunPod:
             pod.running_since = None
             pod.desired_status = "EXITED"
             pod.status_changed = time.time()
-        assert pod.host is not None
-        pod.host.halt()
+        host.halt()
         return pod
 
     def resume(self, pod_id: str, caller: str) -> Pod:
+        host = self._started_host(pod_id, caller)
         with self.lock:
             pod = self._live_pod(pod_id, caller)
             if pod.desired_status == "RUNNING":
                 return pod
-        assert pod.host is not None
-        pod.host.restart()
+        host.restart()
         with self.lock:
             pod.desired_status = "RUNNING"
             pod.running_since = pod.status_changed = time.time()
         return pod
+
+    def _started_host(self, pod_id: str, caller: str) -> SshHost:
+        """The container of a live pod ``caller`` may act on, once its start has ended."""
+        with self.lock:
+            pod = self._live_pod(pod_id, caller)
+        self.wait_started(pod_id)
+        host = pod.host
+        if host is None:
+            raise GraphQLFailure(f"pod {pod_id} has no container: {pod.start_error or 'terminated'}")
+        return host
 
     def _live_pod(self, pod_id: str, caller: str) -> Pod:
         """The pod ``pod_id`` if ``caller`` may act on it and it is not terminated."""
@@ -557,10 +622,11 @@ class FakeRunPod:
         """A pod as the API's ``Pod`` type shows it."""
         booted = time.time() - pod.status_changed >= self.boot_delay
         runtime = None
-        if pod.desired_status == "RUNNING" and booted and pod.host is not None:
+        host = pod.host
+        if pod.desired_status == "RUNNING" and booted and host is not None:
             runtime = {
                 "uptimeInSeconds": int(pod.uptime()),
-                "ports": self._runtime_ports(pod),
+                "ports": self._runtime_ports(pod, host),
                 "gpus": [
                     {"id": f"GPU-{i}", "gpuUtilPercent": 0, "memoryUtilPercent": 0}
                     for i in range(pod.gpu_count)
@@ -600,16 +666,15 @@ class FakeRunPod:
         }
 
     @staticmethod
-    def _runtime_ports(pod: Pod) -> list[dict[str, Any]]:
+    def _runtime_ports(pod: Pod, host: SshHost) -> list[dict[str, Any]]:
         """``runtime.ports``: each port the pod asked for. ``22/tcp`` maps to sshd's public port on
         127.0.0.1; other ports keep their number (host networking), ``http`` ones as RunPod's
         proxy shows them (not public)."""
-        assert pod.host is not None
         mapped = []
         for spec in filter(None, (part.strip() for part in pod.ports.split(","))):
             number, _, kind = spec.partition("/")
             private = int(number)
-            public = pod.host.port if (private, kind) == (22, "tcp") else private
+            public = host.port if (private, kind) == (22, "tcp") else private
             mapped.append(
                 {
                     "ip": "127.0.0.1",

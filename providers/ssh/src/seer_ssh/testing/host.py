@@ -9,24 +9,29 @@ host's user, with only the keys given, may log in.
 The host image is the test base image (``seer-test-base:bookworm``, which ``scripts/docker-engine``
 makes) plus Debian's ``openssh-server``, built once and tagged by a hash of its recipe and base,
 so a second use builds nothing. It is kept between runs as a cache, like the base image;
-:func:`remove_host_images` removes it.
+:func:`remove_host_images` removes it. A host may ask for Python packages in its system Python
+(``python_packages``), as GPU boxes and RunPod's pytorch images ship torch: they are one more
+layer of the recipe, so each package set is its own image, built once per engine (a file lock
+keeps test processes running side by side from building it twice).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import re
 import secrets
+import shlex
 import shutil
 import socket
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +56,27 @@ RUN apt-get update -qq \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server \\
  && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_* \\
  && mkdir -p /run/sshd
+"""
+
+#: Installs packages into the system Python (``/usr/local/lib/python3.X/dist-packages`` on Debian,
+#: which every ``--system-site-packages`` environment sees) with uv from a throwaway venv (Debian's
+#: own Python has no pip): uv resolves and unpacks torch and its stack several times faster than pip.
+#: uv ignores pip's configuration, so the layer passes it what matters from the base image's: the
+#: find-links folders pip's config names (the test base image's wheel folder) and the system CA
+#: bundle (the one pip trusts). Every host asking for one package set, whatever its env, shares one
+#: image. Bytecode is compiled, as pip does, so hosts do not recompile torch on each import.
+_PACKAGES_LAYER = """\
+RUN python3 -m venv /tmp/seer-pip \\
+ && /tmp/seer-pip/bin/python -m pip install -q --no-cache-dir --disable-pip-version-check \\
+    --progress-bar off uv \\
+ && links="$(/tmp/seer-pip/bin/python -m pip config get global.find-links 2>/dev/null || true)" \\
+ && certs=/etc/ssl/certs/ca-certificates.crt \\
+ && if [ -f "$certs" ]; then export SSL_CERT_FILE="$certs"; fi \\
+ && /tmp/seer-pip/bin/uv pip install --quiet --no-cache --compile-bytecode --python python3 \\
+    $(for link in $links; do echo --find-links "$link"; done) \\
+    --target "$(python3 -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \\
+    {packages} \\
+ && rm -rf /tmp/seer-pip
 """
 
 #: Run as the container's main process (under Docker's init): make the user, give it its keys and
@@ -98,9 +124,10 @@ LogLevel VERBOSE
 _SESSIONS = r"""
 import os, sys
 user = sys.argv[1]
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
     except OSError:
         continue
     if cmd.startswith((f"sshd: {user} ", f"sshd: {user}@")):
@@ -110,12 +137,13 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 #: Lists the processes running as one user, sshd's own excluded (pid and command line).
 _USER_PROCESSES = r"""
 import os, pwd, sys
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 uid = pwd.getpwnam(sys.argv[1]).pw_uid
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if os.stat(f"/proc/{pid}").st_uid != uid:
             continue
-        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
     except OSError:
         continue
     if cmd and not cmd.startswith("sshd:") and str(os.getpid()) != pid:
@@ -127,6 +155,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 _TCP_CLIENTS = r"""
 import os, sys
 port = int(sys.argv[1])
+_BLANKS = bytes.maketrans(b"\0\n", b"  ")
 inodes = set()
 for table in ("/proc/net/tcp", "/proc/net/tcp6"):
     try:
@@ -142,11 +171,15 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
         if any(os.readlink(f"/proc/{pid}/fd/{fd}") in inodes for fd in fds):
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode().strip()
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().translate(_BLANKS).decode().strip()
             print(pid, cmd)
     except OSError:
         continue
 """
+
+#: What a GPU box or a pytorch image usually has in its Python, and seer's model and notebook flows
+#: use: a host given these (:func:`client_pins`) builds no heavy environment for them.
+ML_STACK = ("torch", "transformers", "accelerate", "jupyter_server", "ipykernel", "msgpack")
 
 _USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -210,6 +243,18 @@ def new_ed25519_key() -> tuple[str, str]:
     return private, public.decode()
 
 
+def client_pins(names: Sequence[str] = ML_STACK) -> list[str]:
+    """``name==version`` for each of ``names`` installed in this Python (those it lacks left out):
+    a host given them has what this client has, so the image's tag is stable from run to run."""
+    from importlib import metadata
+
+    pins = []
+    for name in names:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            pins.append(f"{name}=={metadata.version(name)}")
+    return pins
+
+
 def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
     """A tar archive of ``{path: (data, mode)}``, every entry owned by root."""
     buf = io.BytesIO()
@@ -221,11 +266,38 @@ def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
     return buf.getvalue()
 
 
-def host_image(base_image: str = DEFAULT_BASE_IMAGE, client: DockerClient | None = None) -> str:
-    """The tag of the host image on ``base_image``, built first if the engine lacks it.
+def host_recipe(base: str, python_packages: Sequence[str] = ()) -> str:
+    """The host image's Dockerfile on ``base``: sshd, and ``python_packages`` in the system Python."""
+    dockerfile = _DOCKERFILE.format(base=base)
+    if python_packages:
+        dockerfile += _PACKAGES_LAYER.format(packages=" ".join(shlex.quote(p) for p in python_packages))
+    return dockerfile
+
+
+@contextlib.contextmanager
+def _building(key: str) -> Iterator[None]:
+    """Held while the image ``key`` is looked up and built: across threads, and across processes
+    (pytest-xdist's workers share the engine) through a lock file."""
+    path = Path(tempfile.gettempdir()) / f"seer-ssh-host-image-{key}.lock"
+    with _build_lock, open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def host_image(
+    base_image: str = DEFAULT_BASE_IMAGE,
+    client: DockerClient | None = None,
+    *,
+    python_packages: Sequence[str] = (),
+) -> str:
+    """The tag of the host image on ``base_image`` (with ``python_packages`` in its system Python,
+    see :func:`host_recipe`), built first if the engine lacks it.
 
     The tag is a hash of the Dockerfile and the base image's id: the same recipe on the same base
-    finds its image and builds nothing; a rebuilt base gets a new host image.
+    finds its image and builds nothing; a rebuilt base or another package set gets a new image.
     """
     from docker.errors import ImageNotFound
 
@@ -233,10 +305,10 @@ def host_image(base_image: str = DEFAULT_BASE_IMAGE, client: DockerClient | None
     client = client or docker_client()
     try:
         base_id = str(client.images.get(base_image).id)
-        dockerfile = _DOCKERFILE.format(base=base_id)
+        dockerfile = host_recipe(base_id, python_packages)
         key = hashlib.sha256(dockerfile.encode()).hexdigest()[:20]
         tag = f"{IMAGE_REPO}:{key}"
-        with _build_lock:
+        with _building(key):
             try:
                 client.images.get(tag)
                 return tag
@@ -256,8 +328,11 @@ def host_image(base_image: str = DEFAULT_BASE_IMAGE, client: DockerClient | None
             for chunk in stream:
                 if "error" in chunk:
                     tail = "".join(log[-20:]).rstrip()
+                    what = "openssh-server from Debian's packages"
+                    if python_packages:
+                        what += f"; {', '.join(python_packages)} with uv"
                     raise SshHostError(
-                        f"building the SSH host image {tag} (openssh-server from Debian's packages) "
+                        f"building the SSH host image {tag} ({what}) "
                         f"failed: {chunk['error'].strip()}\n--- build log (tail) ---\n{tail}"
                     )
                 log.append(str(chunk.get("stream") or ""))
@@ -300,6 +375,8 @@ class SshHost:
     test (:attr:`key_path`). ``env``: set in the container and in every SSH session of the user.
     ``volumes``: Docker named volume to mount path. ``labels``: extra container labels.
     ``port``: sshd's port (default: a free one, chosen again if it is taken before sshd binds it).
+    ``python_packages``: pip requirements installed in the host's system Python when its image is
+    built, as a GPU box or a pytorch image has torch (hosts asking for one set share one image).
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`.
     """
@@ -317,6 +394,7 @@ class SshHost:
         base_image: str = DEFAULT_BASE_IMAGE,
         name: str | None = None,
         port: int | None = None,
+        python_packages: Sequence[str] = (),
     ):
         if not _USER_NAME.match(user):
             raise ValueError(f"user {user!r} is not a valid login name (lowercase, [a-z0-9_-], at most 32)")
@@ -329,6 +407,7 @@ class SshHost:
         self.user = user
         self.name = name or f"seer-ssh-host-{secrets.token_hex(4)}"
         self.base_image = base_image
+        self.python_packages = tuple(python_packages)
         self.volumes = dict(volumes or {})
         self.labels = {**(labels or {}), HOST_LABEL: self.name}
         self._dir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
@@ -365,7 +444,7 @@ class SshHost:
         if self.container is not None:
             return self
         self._client = docker_client()
-        image = host_image(self.base_image, self._client)
+        image = host_image(self.base_image, self._client, python_packages=self.python_packages)
         last = ""
         for _ in range(1 if self._fixed_port else 3):  # a free port can be taken before sshd binds it
             self.port = self._fixed_port or free_port()

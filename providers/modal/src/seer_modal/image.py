@@ -1,0 +1,189 @@
+"""The sandbox image, as a chain of ``modal.Image`` layers made from the config.
+
+Modal caches every layer by its definition, so an unchanged config builds nothing on a second
+start; the layers go from what changes least to what changes most, so a change rebuilds little:
+
+1. the base: Modal's ``debian_slim`` with the client's Python minor version, a registry image
+   (``provider_options.image``), or the image a repository's ``dockerfile`` builds;
+2. ``apt_install`` of ``system_packages`` (and git, when remote repos are cloned in the sandbox);
+3. a virtual environment, :data:`VENV`, first on ``PATH`` (the base's Python beneath it);
+4. ``uv_pip_install`` of ``python_packages`` with what seer's runtime needs;
+5. seer's runtime wheel (:func:`seer.providers.wheel.runtime_wheel`, a deterministic build of the
+   client's own seer), sent inline as a context file of one layer (no mount to upload): it
+   changes whenever seer's source does, and then only this layer is built again.
+
+Secrets never go into a layer: they reach the sandbox at creation (``modal.Secret.from_dict``).
+
+Resolving the chain costs one round trip per layer even when Modal has them all; so the built
+image's id is remembered on the client (:class:`ImageCache`, by the definition's inputs and the
+Modal server and token), and a later start with the same definition names it in one call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+from seer.errors import SandboxError
+from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
+from seer.state import read_json, seer_home, write_json
+
+if TYPE_CHECKING:
+    from seer.config import RepoConfig
+    from seer.providers.base import MachineSpec
+
+    from seer_modal.options import ModalOptions
+
+__all__ = ["HF_MOUNT", "PYTHON", "VENV", "ImageCache", "sandbox_image"]
+
+#: The sandbox's Python environment.
+VENV = "/opt/seer/venv"
+PYTHON = f"{VENV}/bin/python"
+#: Where the model-cache volume is mounted: the Hugging Face hub cache.
+HF_MOUNT = "/opt/seer/hf-hub"
+#: Where the uv of ``Image.uv_pip_install`` lives in the image (modal 1.6).
+_UV = "/.uv/uv"
+
+
+def _clone(repo: RepoConfig) -> str:
+    """The repo checked out on the client (the build context of its ``dockerfile``), kept under
+    ``$SEER_HOME/modal/repos`` by URL and ref: Modal reads the context when the image is built."""
+    key = hashlib.sha256(json.dumps([repo.clone_url, repo.ref]).encode()).hexdigest()[:16]
+    dest = seer_home() / "modal" / "repos" / key
+
+    def git(*args: str) -> None:
+        proc = subprocess.run(["git", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SandboxError(f"repos: git {shlex.join(args)} failed: {proc.stderr.strip()}")
+
+    if not (dest / ".git").is_dir():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        # "--" ends git's options: a URL or ref is never read as one.
+        git("clone", "--quiet", "--", repo.clone_url, str(dest))
+        if repo.ref:
+            git("-C", str(dest), "checkout", "--quiet", repo.ref, "--")
+    return str(dest)
+
+
+def _base(spec: MachineSpec, options: ModalOptions) -> Any:
+    import modal
+
+    repo = next((r for r in spec.repos if r.dockerfile), None)
+    if repo is not None:
+        assert repo.dockerfile is not None
+        context = _clone(repo)
+        return modal.Image.from_dockerfile(f"{context}/{repo.dockerfile}", context_dir=context)
+    if options.image:
+        return modal.Image.from_registry(options.image)
+    return modal.Image.debian_slim(python_version=options.python_version)
+
+
+def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel | None = None) -> Any:
+    """The ``modal.Image`` of a sandbox made from ``spec`` (a snapshot's image when it restores one)."""
+    import modal
+
+    if spec.snapshot is not None:
+        image_id = spec.snapshot.data.get("image_id")
+        if not image_id:
+            raise SandboxError(f"snapshot {spec.snapshot.id} names no Modal image")
+        return modal.Image.from_id(str(image_id))
+    wheel = wheel or runtime_wheel()
+    image = _base(spec, options)
+    system = list(spec.system_packages)
+    if any(not r.clone_url.startswith(("/", "file://")) for r in spec.repos):
+        system.append("git")  # core clones remote repos inside the sandbox
+    if system:
+        image = image.apt_install(*sorted(set(system)))
+    image = image.dockerfile_commands(
+        [
+            # What every sandbox needs of its base: bash (commands run through it) and Python >= 3.11.
+            "RUN command -v bash >/dev/null || { echo 'seer: the base image has no bash' >&2; exit 1; } "
+            "&& python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' "
+            "|| { echo 'seer: the base image needs python3 >= 3.11' >&2; exit 1; }",
+            # --system-site-packages: what the base already has (torch in a CUDA image) counts.
+            f"RUN python3 -m venv --without-pip --system-site-packages {VENV} && mkdir -p {HF_MOUNT}",
+            # No PYTHONUNBUFFERED: with it, `python -` (exec_python) misreads long source lines
+            # that reach stdin in pieces, as an exec's stdin does.
+            f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",
+        ]
+    )
+    # uv_pip_install installs into the first python on PATH: the environment above.
+    image = image.uv_pip_install(
+        *spec.python_packages, *runtime_requirements(), extra_options=options.pip_options
+    )
+    target = f"/opt/seer/wheels/{wheel.filename}"
+    return image.dockerfile_commands(
+        [
+            # ADD, not COPY: the SDK scans COPY lines for local sources to upload as a mount; the
+            # wheel travels inline as a context file of this layer (ADD unpacks tars, not wheels).
+            f"ADD /{wheel.filename} {target}",
+            f"RUN {_UV} pip install --python {PYTHON} --no-deps --reinstall {target}",
+            f"RUN mkdir -p {shlex.quote(options.workdir)}",
+            f"WORKDIR {options.workdir}",
+        ],
+        context_files={f"/{wheel.filename}": str(wheel.path)},
+    )
+
+
+#: Bump when the layers' shape changes, so ids remembered by an older seer are not reused.
+RECIPE = "1"
+
+
+class ImageCache:
+    """The ids of sandbox images this client had Modal build: ``$SEER_HOME/modal/images.json``.
+
+    The key is everything the layers are made from (packages, base, options, the runtime wheel's
+    hash) plus the Modal server and token id, since an image id means nothing to another
+    workspace. A config whose base is a repository's Dockerfile is not remembered (the key would
+    need the checkout). An id Modal no longer knows is forgotten by the caller, who builds again.
+    """
+
+    @property
+    def path(self) -> Any:
+        return seer_home() / "modal" / "images.json"
+
+    @staticmethod
+    def key(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel) -> str | None:
+        if spec.snapshot is not None or any(r.dockerfile for r in spec.repos):
+            return None
+        remote = any(not r.clone_url.startswith(("/", "file://")) for r in spec.repos)
+        parts = [
+            RECIPE,
+            os.environ.get("MODAL_SERVER_URL", ""),
+            os.environ.get("MODAL_TOKEN_ID", ""),
+            os.environ.get("MODAL_PROFILE", ""),
+            spec.python_packages,
+            sorted(spec.system_packages),
+            remote,
+            options.image,
+            options.python_version,
+            options.pip_options,
+            options.workdir,
+            wheel.sha256,
+        ]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def _read(self) -> dict[str, str]:
+        with contextlib.suppress(OSError, ValueError):
+            data = read_json(self.path)
+            if isinstance(data, dict):
+                return {str(k): str(v) for k, v in data.items()}
+        return {}
+
+    def get(self, key: str | None) -> str | None:
+        return None if key is None else self._read().get(key)
+
+    def put(self, key: str | None, image_id: str | None) -> None:
+        if key is None:
+            return
+        data = self._read()
+        if image_id:
+            data[key] = image_id
+        else:
+            data.pop(key, None)
+        write_json(self.path, data)

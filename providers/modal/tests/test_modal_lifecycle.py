@@ -1,0 +1,162 @@
+"""seer-modal's lifetime, listing, secrets and refusals, against the fake control plane.
+
+A client killed with SIGKILL leaves a sandbox that any machine with the same Modal credentials
+finds by its tags (``seer ls`` from a fresh ``SEER_HOME``) and ends (``seer down``), and that Modal
+ends at its timeout when left alone. Secrets reach the sandbox's processes only. A config Modal
+cannot run is refused before the first call to Modal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _modal_kit import modal_config
+from seer import Sandbox
+from seer.errors import ConfigError
+from seer.providers.base import MachineStatus
+from seer_modal.testing import FakeModal
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
+
+#: Starts a sandbox, prints its id, and waits to be killed.
+STARTER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from _modal_kit import modal_config
+from seer import Sandbox
+sb = Sandbox(modal_config(timeout=int(sys.argv[2]))).start(name="killed-client", quiet=True)
+print(sb.sandbox_id, flush=True)
+time.sleep(600)
+"""
+
+
+def _seer(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    """The ``seer`` command line, from a machine that knows nothing of the sandbox but the
+    Modal credentials (a fresh ``SEER_HOME``)."""
+    env = {**os.environ, "SEER_HOME": str(home), "SEER_DISABLE_PLUGINS": "docker"}
+    return subprocess.run(
+        [sys.executable, "-m", "seer", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _killed_client(timeout: int) -> str:
+    """The id of a sandbox whose starting client was then killed with SIGKILL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STARTER, str(Path(__file__).parent), str(timeout)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("modal-sb-"), proc.stderr.read() if proc.poll() is not None else line
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    return line
+
+
+def _listed(home: Path) -> dict[str, Any]:
+    out = _seer(["ls", "--json"], home)
+    assert out.returncode == 0, out.stderr
+    return {m["sandbox_id"]: m for m in json.loads(out.stdout)}
+
+
+def test_killed_client_sandbox_is_found_by_tags_and_ended(fake_modal: FakeModal, tmp_path: Path) -> None:
+    sandbox_id = _killed_client(timeout=900)
+    record = fake_modal.state.sandboxes[sandbox_id.removeprefix("modal-")]
+    assert record.result is None, "the sandbox ended with its client"
+    listed = _listed(tmp_path / "elsewhere")
+    assert sandbox_id in listed, listed
+    assert (listed[sandbox_id]["name"], listed[sandbox_id]["status"]) == ("killed-client", "running")
+    down = _seer(["down", sandbox_id], tmp_path / "elsewhere")
+    assert down.returncode == 0, down.stderr
+    assert f"{sandbox_id}: terminated" in down.stdout
+    deadline = time.monotonic() + 30
+    while record.result is None:
+        assert time.monotonic() < deadline, "seer down left the sandbox running"
+        time.sleep(0.2)
+    assert sandbox_id not in _listed(tmp_path / "elsewhere")
+
+
+def test_killed_client_sandbox_ends_at_its_timeout(fake_modal: FakeModal, tmp_path: Path) -> None:
+    sandbox_id = _killed_client(timeout=20)
+    record = fake_modal.state.sandboxes[sandbox_id.removeprefix("modal-")]
+    assert record.result is None
+    deadline = time.monotonic() + 60
+    while record.result is None:
+        assert time.monotonic() < deadline, "the sandbox outlived its timeout"
+        time.sleep(0.5)
+    assert "timed out" in record.result.exception
+    assert sandbox_id not in _listed(tmp_path / "elsewhere")
+    # the client that made it knows it expired
+    assert Sandbox.attach(sandbox_id).status is MachineStatus.EXPIRED
+
+
+def test_secrets_reach_processes_only(
+    fake_modal: FakeModal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    value = f"s3cret-{os.urandom(6).hex()}"
+    monkeypatch.setenv("SEER_MODAL_TEST_SECRET", value)
+    sb = Sandbox(modal_config(timeout=600, secrets=["SEER_MODAL_TEST_SECRET"])).start(name="secrets")
+    try:
+        assert sb.exec('printf %s "$SEER_MODAL_TEST_SECRET"', timeout=60).stdout == value
+        sb.machine.start_process(["bash", "-c", "echo started"], name="noisy")
+        record = fake_modal.state.sandboxes[sb.sandbox_id.removeprefix("modal-")]
+        places = {
+            "image definitions": "".join(fake_modal.state.image_definitions),
+            "tags": json.dumps(record.tags),
+            "seer ls": json.dumps(_listed(tmp_path / "elsewhere")),
+            "client records": "".join(p.read_text() for p in Path(os.environ["SEER_HOME"]).rglob("*.json")),
+            # the model Volume, the sandbox's logs and its filesystem outside /proc
+            "volume and logs": sb.exec(
+                f"grep -rl -- {value} /opt/seer/hf-hub {sb.workdir} /tmp /etc 2>/dev/null; true", timeout=120
+            ).stdout,
+            "process log": sb.machine.process_log("noisy"),
+        }
+        leaked = [where for where, text in places.items() if value in text]
+        assert not leaked, f"the secret is in: {leaked}"
+    finally:
+        sb.terminate()
+
+
+def _refused(fake: FakeModal, config: Any) -> ConfigError:
+    calls, containers = len(fake.calls), len(fake.containers())
+    with pytest.raises(ConfigError) as info:
+        Sandbox(config).start()
+    assert fake.calls[calls:] == [], "a refused config reached Modal"
+    assert len(fake.containers()) == containers
+    return info.value
+
+
+def test_missing_credentials_refused_before_anything(
+    fake_modal: FakeModal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MODAL_TOKEN_ID")
+    monkeypatch.delenv("MODAL_TOKEN_SECRET")
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "no-such.toml"))
+    err = _refused(fake_modal, modal_config())
+    assert err.fields == ["provider"]
+    assert "modal token new" in str(err) and "MODAL_TOKEN_ID" in str(err)
+
+
+def test_gpu_modal_lacks_refused_before_anything(fake_modal: FakeModal) -> None:
+    err = _refused(fake_modal, modal_config(gpu="A10G", gpu_count=8))
+    assert err.fields == ["gpu_count"] and "at most 4 A10G" in str(err)
+    with pytest.raises(ConfigError) as info:  # a name no provider knows: refused by the config itself
+        modal_config(gpu="V100")
+    assert "gpu" in str(info.value)
+
+
+def test_timeout_past_modals_limit_refused_before_anything(fake_modal: FakeModal) -> None:
+    err = _refused(fake_modal, modal_config(timeout=24 * 3600 + 1))
+    assert err.fields == ["timeout"] and "86400" in str(err)

@@ -1,0 +1,82 @@
+"""``SandboxConfig.provider_options`` for the RunPod provider."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["DEFAULT_IMAGE", "RunPodOptions"]
+
+#: RunPod's PyTorch image: Python 3.11, CUDA, sshd started from PUBLIC_KEY.
+DEFAULT_IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
+_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class RunPodOptions(BaseModel):
+    """How a sandbox's pod is made. Every field is optional.
+
+    The API key is never an option: it comes from ``RUNPOD_API_KEY`` or runpod's own config
+    (``~/.runpod/config.toml``, written by ``runpod config``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = Field(DEFAULT_IMAGE, description="the pod's image (needs sshd, bash and python3 >= 3.11)")
+    cloud_type: Literal["ALL", "SECURE", "COMMUNITY"] = Field(
+        "ALL", description="RunPod's cloud to rent from"
+    )
+    container_disk_gb: int = Field(20, ge=1, description="the container's disk (lost when the pod ends)")
+    volume_gb: int = Field(
+        20,
+        ge=0,
+        description="the pod's own volume, at volume_mount_path (0: none; ignored with a network volume)",
+    )
+    volume_mount_path: str = Field("/workspace", description="where the pod's (or network) volume is mounted")
+    network_volume_id: str | None = Field(
+        None,
+        description="a network volume of your account: the model cache and environments live there, "
+        "shared by every pod that mounts it (a model downloads once)",
+    )
+    cpu_instance_id: str | None = Field(
+        None, description="the CPU instance for gpu=None pods (RunPod's default)"
+    )
+    python: str = Field("python3", description="the pod's Python (>= 3.11) environments are made from")
+    startup_timeout: float = Field(900, gt=0, description="seconds to wait for the pod's SSH to answer")
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, value: str) -> str:
+        if not value.strip() or any(c.isspace() or c == '"' for c in value):
+            raise ValueError(f"{value!r} is not an image reference")
+        return value
+
+    @field_validator("volume_mount_path")
+    @classmethod
+    def _check_mount(cls, value: str) -> str:
+        if not posixpath.isabs(value) or posixpath.normpath(value) == "/":
+            raise ValueError(f"expected an absolute path other than '/', got {value!r}")
+        return posixpath.normpath(value)
+
+    @field_validator("network_volume_id", "cpu_instance_id")
+    @classmethod
+    def _check_id(cls, value: str | None) -> str | None:
+        if value is not None and not _ID.match(value):
+            raise ValueError(f"{value!r} is not a RunPod id")
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _check_python(cls, value: str) -> str:
+        if not value or any(c.isspace() for c in value) or value.startswith("-"):
+            raise ValueError(f"{value!r} is not an interpreter name or path")
+        return value
+
+    def base_dir(self) -> str:
+        """seer's folder in the pod: on the volume when there is one (so caches outlive the pod
+        on a network volume), else on the container's disk."""
+        if self.network_volume_id or self.volume_gb:
+            return posixpath.join(self.volume_mount_path, ".seer")
+        return "/root/.seer"

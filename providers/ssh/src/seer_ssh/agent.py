@@ -1,0 +1,264 @@
+"""What seer-ssh runs on the remote host: ``python3 -c <this file> COMMAND ARGS...``.
+
+Standard library only (the remote host has a Python, nothing else of seer's until a sandbox's
+environment is made), and sent whole with every call, so the client and the remote never disagree
+about its version. It keeps the **remote ledger**: one folder per sandbox under
+``<base>/sandboxes/<id>/`` whose ``meta.json`` says what the sandbox is and whether it still runs,
+so any client that can log in finds it again (``seer ls`` / ``seer down`` after a client crash).
+
+Commands (each prints one JSON document on its last line of stdout):
+
+* ``begin BASE ID META``: make the sandbox's folders (0700) and write its record;
+* ``update BASE ID CHANGES``: merge ``CHANGES`` (JSON) into a running sandbox's record;
+* ``env BASE REQUIREMENTS WHEEL``: the virtual environment for a package set (one per distinct
+  set and remote interpreter, under ``<base>/envs/<hash>``, built once under a lock and reused)
+  and seer's runtime unpacked from the uploaded wheel (``<base>/runtime/<sha>``);
+* ``end BASE ID STATUS [-- ARGV...]``: end a sandbox: record its status, keep its notebooks and
+  outputs under ``<base>/outputs/<id>/`` when no client is there to copy them (``expired``,
+  ``lost``), kill every process carrying its mark, remove its files; then exec ``ARGV`` if given
+  (RunPod's watchdog terminates its own pod that way). Idempotent;
+* ``ls BASE TTL [ID]``: the recorded sandboxes (or one); a running one whose watchdog is gone
+  (the host rebooted) is ended here as ``expired`` or ``lost``; records ended more than ``TTL``
+  seconds ago are removed.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from typing import IO, Any
+
+MARK = "SEER_SSH_SANDBOX"
+SLACK = 5.0
+#: Seconds a running record may lack its watchdog (the start is making it) before ``ls`` reaps it.
+START_GRACE = 120.0
+
+
+def _sandbox_dir(base: str, sandbox_id: str) -> str:
+    if not sandbox_id or "/" in sandbox_id or sandbox_id.startswith("."):
+        raise SystemExit("bad sandbox id")
+    return os.path.join(base, "sandboxes", sandbox_id)
+
+
+def _read(path: str) -> Any:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _write(path: str, data: Any) -> None:
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+def _starttime(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _watchdog_alive(sb: str) -> bool:
+    """Whether the sandbox's watchdog (a kit background process) still runs."""
+    try:
+        with open(os.path.join(sb, "work", ".seer", "procs", "watchdog.pid")) as fh:
+            pid, start = fh.read().split()[:2]
+    except (OSError, ValueError):
+        return False
+    return _starttime(int(pid)) == start
+
+
+def begin(base: str, sandbox_id: str, meta: str) -> dict[str, str]:
+    sb = _sandbox_dir(base, sandbox_id)
+    os.makedirs(os.path.join(base, "sandboxes"), mode=0o700, exist_ok=True)
+    os.mkdir(sb, 0o700)
+    os.mkdir(os.path.join(sb, "work"), 0o700)
+    record = json.loads(meta)
+    record.update(id=sandbox_id, status="running")
+    _write(os.path.join(sb, "meta.json"), record)
+    return {"dir": sb, "workdir": os.path.join(sb, "work")}
+
+
+def update(base: str, sandbox_id: str, changes: str) -> dict[str, Any]:
+    sb = _sandbox_dir(base, sandbox_id)
+    with _locked(os.path.join(sb, ".lock")):
+        meta = _read(os.path.join(sb, "meta.json"))
+        if meta is None or meta.get("status") != "running":
+            raise SystemExit(f"sandbox {sandbox_id} has ended")
+        meta.update(json.loads(changes))
+        _write(os.path.join(sb, "meta.json"), meta)
+    return meta
+
+
+def _locked(path: str) -> IO[str]:
+    """An exclusive lock on ``path`` (made if missing), held while the returned file is open."""
+    fh = open(path, "a")  # noqa: SIM115  (the caller's `with` closes it)
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
+def _run_logged(argv: list[str]) -> None:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        tail = ([*tail, line.rstrip()])[-30:]
+    if proc.wait() != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+
+
+def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
+    """The environment for ``requirements`` (JSON list) and seer's runtime from ``wheel`` (the
+    uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``."""
+    reqs = sorted(json.loads(requirements))
+    key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
+    envs = os.path.join(base, "envs")
+    os.makedirs(envs, mode=0o700, exist_ok=True)
+    env_dir = os.path.join(envs, key)
+    built = False
+    with _locked(env_dir + ".lock"):
+        if not os.path.isfile(os.path.join(env_dir, ".seer-env-complete")):
+            built = True
+            shutil.rmtree(env_dir, ignore_errors=True)
+            what = ", ".join(reqs) or "seer's runtime"
+            print(f"building a Python environment for {what}", flush=True)
+            try:
+                # what the host's Python already has (a CUDA build of torch, say) counts
+                _run_logged([sys.executable, "-m", "venv", "--system-site-packages", env_dir])
+                if reqs:
+                    pip = [os.path.join(env_dir, "bin", "python"), "-m", "pip", "install"]
+                    _run_logged([*pip, "--disable-pip-version-check", "--progress-bar", "off", *reqs])
+                _write(os.path.join(env_dir, ".seer-env-complete"), {"requirements": reqs})
+            except BaseException:
+                shutil.rmtree(env_dir, ignore_errors=True)
+                raise
+        else:
+            print(f"the Python environment for this package set is there: reused ({key})", flush=True)
+    runtime = wheel[: -len(".whl")]
+    with _locked(runtime + ".lock"):
+        if not os.path.isfile(os.path.join(runtime, ".complete")):
+            shutil.rmtree(runtime, ignore_errors=True)
+            with zipfile.ZipFile(wheel) as zf:
+                zf.extractall(runtime)
+            open(os.path.join(runtime, ".complete"), "w").close()
+    return {"python": os.path.join(env_dir, "bin", "python"), "runtime": runtime, "built": built}
+
+
+def _marked(sandbox_id: str) -> list[int]:
+    """PIDs of this user's processes carrying the sandbox's mark (this process excluded)."""
+    needle = (f"{MARK}={sandbox_id}").encode()
+    me = os.getpid()
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
+def _kill_all(sandbox_id: str) -> None:
+    for _ in range(20):
+        pids = _marked(sandbox_id)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def end(base: str, sandbox_id: str, status: str, then: list[str] | None = None) -> dict[str, Any]:
+    sb = _sandbox_dir(base, sandbox_id)
+    meta_path = os.path.join(sb, "meta.json")
+    if os.path.isdir(sb):
+        with _locked(os.path.join(sb, ".lock")):
+            meta = _read(meta_path) or {"id": sandbox_id}
+            first = meta.get("status", "running") == "running"
+            if first:
+                meta.update(status=status, ended_at=time.time())
+            _kill_all(sandbox_id)
+            work = os.path.join(sb, "work")
+            if first and status != "terminated":
+                # No client is copying them out: keep the agent's record on the host.
+                kept = os.path.join(base, "outputs", sandbox_id)
+                for name in ("notebooks", "outputs"):
+                    src = os.path.join(work, name)
+                    if os.path.isdir(src):
+                        os.makedirs(kept, mode=0o700, exist_ok=True)
+                        shutil.move(src, os.path.join(kept, name))
+                        meta["kept"] = kept
+            for name in os.listdir(sb):
+                if name not in ("meta.json", ".lock"):
+                    path = os.path.join(sb, name)
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.unlink(path)
+            _write(meta_path, meta)
+    if then:
+        sys.stdout.flush()
+        os.execvp(then[0], then)
+    return {"status": (_read(meta_path) or {}).get("status")}
+
+
+def ls(base: str, ttl: str, sandbox_id: str | None = None) -> list[dict[str, Any]]:
+    root = os.path.join(base, "sandboxes")
+    names = [sandbox_id] if sandbox_id else (sorted(os.listdir(root)) if os.path.isdir(root) else [])
+    now = time.time()
+    out = []
+    for name in names:
+        sb = _sandbox_dir(base, name)
+        meta = _read(os.path.join(sb, "meta.json"))
+        if meta is None:
+            continue
+        # a start makes the watchdog within seconds of its record: give it that long
+        settled = now - float(meta.get("created_at") or now) > START_GRACE
+        if meta.get("status") == "running" and settled and not _watchdog_alive(sb):
+            expired = now >= float(meta.get("expires_at") or 0) - SLACK
+            end(base, name, "expired" if expired else "lost")
+            meta = _read(os.path.join(sb, "meta.json")) or meta
+        if meta.get("status") != "running" and now - float(meta.get("ended_at") or now) > float(ttl):
+            shutil.rmtree(sb, ignore_errors=True)
+            continue
+        out.append(meta)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    command, args = argv[0], argv[1:]
+    result: Any
+    if command == "end":
+        cut = args.index("--") if "--" in args else len(args)
+        base, sandbox_id, status = args[:3]
+        result = end(base, sandbox_id, status, then=args[cut + 1 :] or None)
+    else:
+        commands: dict[str, Any] = {"begin": begin, "update": update, "env": env, "ls": ls}
+        result = commands[command](*args)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

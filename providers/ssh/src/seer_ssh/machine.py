@@ -1,0 +1,386 @@
+"""A sandbox on a remote host reached over SSH: the machine seer-ssh and seer-runpod share.
+
+A sandbox is a folder on the host, ``<base>/sandboxes/<id>/`` (see :mod:`seer_ssh.agent`):
+``meta.json`` (the remote ledger's record), ``env.sh`` (its environment and secrets, 0600, read by
+every command; removed when it ends, so a command after that is refused), ``work/`` (the working
+directory) and, for a sandbox with hidden models, ``hf-hub/`` (a model cache of its own). Shared by
+all sandboxes on the host: ``<base>/hf-hub`` (the model cache: a model downloads once per host),
+``<base>/envs/<hash>`` (one virtual environment per package set, reused) and
+``<base>/runtime/<sha>`` (seer's runtime, unpacked from the client's wheel).
+
+What SSH gives is exec over channels of one multiplexed connection (:mod:`seer_ssh.connection`),
+SFTP and port forwarding (:mod:`seer_ssh.forward`); the provider kit gives the rest: deadlines
+that kill a command's whole tree, background processes, and the watchdog, a background process
+that ends the sandbox at its timeout with no client: every process carrying the sandbox's mark
+is killed, its notebooks and outputs are kept on the host, its files removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import posixpath
+import select
+import shlex
+import stat
+import time
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from seer.errors import SandboxError, SandboxNotRunningError
+from seer.providers.base import MachineSpec, MachineStatus
+from seer.providers.kit import ExecMachine, Ledger, OutputPump
+from seer.providers.wheel import runtime_requirements, runtime_wheel
+from seer.state import RECORD_TTL
+
+from seer_ssh.connection import Connection, ConnectionLost, SshConnectError
+from seer_ssh.forward import ensure_forward
+
+if TYPE_CHECKING:
+    import paramiko
+
+__all__ = ["AGENT", "MARK", "SshMachine", "provision", "remote_sandboxes"]
+
+#: The variable every process of a sandbox carries (value: its id): what the watchdog kills by.
+MARK = "SEER_SSH_SANDBOX"
+#: The remote agent's source (sent with every call).
+AGENT = resources.files("seer_ssh").joinpath("agent.py").read_text()
+#: The exit code and message of a command refused because its sandbox has ended.
+_GONE_CODE = 97
+_GONE = "seer-ssh: this sandbox has ended"
+
+
+def agent(conn: Connection, *args: str, stdin: bytes | None = None, timeout: float = 120.0) -> Any:
+    """Run the remote agent; its JSON answer. A failure raises, with what it printed."""
+    code, out, err = conn.run(conn.python_line(AGENT, *args), stdin=stdin, timeout=timeout)
+    if code != 0:
+        why = (err.strip() or out.strip()).splitlines()[-12:]
+        if code == 127:
+            why = [f"no Python {conn.options.python!r} on the host (set provider_options python)", *why]
+        raise SandboxError(f"seer's agent on {conn.options.address} failed ({args[0]}): " + "\n".join(why))
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def remote_sandboxes(conn: Connection, base: str, sandbox_id: str | None = None) -> list[dict[str, Any]]:
+    """The remote ledger's records (ended ones for a day), reaping any whose watchdog is gone."""
+    args = ["ls", base, str(RECORD_TTL)] + ([sandbox_id] if sandbox_id else [])
+    return list(agent(conn, *args))
+
+
+class SshMachine(ExecMachine):
+    """One sandbox on a remote host."""
+
+    #: the provider this machine belongs to (its forwards live under ``$SEER_HOME/<name>/``)
+    provider_name = "ssh"
+
+    def __init__(self, conn: Connection, sandbox_id: str, record: Mapping[str, Any], ledger: Ledger):
+        self.conn = conn
+        self.id = sandbox_id
+        self.base = record["base"]
+        self.dir = posixpath.join(self.base, "sandboxes", sandbox_id)
+        self.workdir = record.get("workdir") or posixpath.join(self.dir, "work")
+        self.python = record.get("python") or conn.options.python
+        self.expires_at = float(record.get("expires_at") or 0) or None
+        self._cache = record.get("model_cache") or posixpath.join(self.base, "hf-hub")
+        self.packages_installed = True
+        self.ledger = ledger
+        #: what attaching needs to know (the remote record, the client ledger's extra fields)
+        self.record = {**record, "base": self.base, "workdir": self.workdir, "python": self.python}
+
+    def gone(self) -> bool:
+        """Whether the machine under the sandbox is known to be gone, when its host cannot be
+        reached (seer-ssh cannot tell: a host of your own may just be away; seer-runpod asks the
+        API). A True answer turns a failed connection into ``SandboxNotRunningError``."""
+        return False
+
+    @contextlib.contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """Around every use of the connection: a host that cannot be reached because the machine
+        is gone is the sandbox not running, not a network error."""
+        try:
+            yield
+        except (SshConnectError, ConnectionLost, EOFError):
+            if self.gone():
+                raise self.not_running() from None
+            raise
+
+    @property
+    def env_file(self) -> str:
+        return posixpath.join(self.dir, "env.sh")
+
+    # --- what the kit runs on ---------------------------------------------------------------
+    def command_line(self, argv: list[str], env: Mapping[str, str], cwd: str) -> str:
+        """The shell line sshd runs: refused if the sandbox ended, else its environment file
+        read, then ``argv`` with ``env`` added, in ``cwd``."""
+        envf = shlex.quote(self.env_file)
+        assigns = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        return (
+            f"[ -f {envf} ] || {{ echo {shlex.quote(_GONE)} >&2; exit {_GONE_CODE}; }}; "
+            f". {envf} && cd -- {shlex.quote(cwd)} && exec env {assigns} {shlex.join(argv)}"
+        )
+
+    def run(
+        self, argv: list[str], *, env: Mapping[str, str], cwd: str, stdin: bytes | None, pump: OutputPump
+    ) -> int:
+        with self._reaching():
+            return self._run(argv, env=env, cwd=cwd, stdin=stdin, pump=pump)
+
+    def _run(
+        self, argv: list[str], *, env: Mapping[str, str], cwd: str, stdin: bytes | None, pump: OutputPump
+    ) -> int:
+        import paramiko
+
+        chan = self.conn.open_session()
+        try:
+            chan.exec_command(self.command_line(argv, env, cwd))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            chan.close()
+            raise ConnectionLost(f"could not run a command in sandbox {self.id}: {exc}") from None
+        fd = chan.fileno()
+
+        def read() -> bytes | None:
+            # one channel carries both streams: read both here, on the waiting thread
+            if chan.recv_stderr_ready():
+                pump.feed("stderr", chan.recv_stderr(65536))
+            if chan.recv_ready():
+                return chan.recv(65536) or b""
+            if chan.eof_received or chan.closed:
+                while chan.recv_stderr_ready():
+                    pump.feed("stderr", chan.recv_stderr(65536))
+                return b""
+            select.select([fd], [], [], 0.05)
+            return None
+
+        pump.read_stream(read, "stdout", inline=True)
+        if stdin is not None:
+            pump.send(stdin, chan.sendall, chan.shutdown_write)
+        else:
+            chan.shutdown_write()
+
+        def exited(seconds: float) -> bool:
+            if chan.exit_status_ready():
+                return True
+            if chan.closed or not chan.get_transport().is_active():
+                raise self._lost(argv)
+            chan.status_event.wait(seconds)
+            return chan.exit_status_ready()
+
+        try:
+            pump.wait(exited, drain=5.0)
+            code = chan.recv_exit_status()
+        finally:
+            chan.close()
+        if code == _GONE_CODE and pump.text("stderr").strip() == _GONE:
+            raise self.not_running()
+        if code == -1:  # the channel closed with no exit status: the connection dropped
+            if pump.kill is not None:
+                pump.kill()
+            raise self._lost(argv)
+        return code
+
+    def _lost(self, argv: list[str]) -> ConnectionLost:
+        """The error for a connection that dropped under a command. The pump kills the command
+        (over a new connection) before it is raised; if that fails too, the watchdog kills it at
+        the sandbox's timeout, as it carries the sandbox's mark."""
+        text = shlex.join(argv)
+        return ConnectionLost(
+            f"the SSH connection to {self.conn.options.address} dropped while sandbox {self.id} ran "
+            f"`{text[:120]}`; the command was stopped and its output so far discarded. Run it again "
+            "(seer reconnects on its own)"
+        )
+
+    def _kill_marked(self, token: str) -> None:
+        with contextlib.suppress(SandboxError):
+            super()._kill_marked(token)
+
+    # --- files: SFTP ----------------------------------------------------------------------
+    def _sftp_missing(self, path: str) -> BaseException:
+        """What a file missing over SFTP means: the sandbox ended, or just no such file."""
+        if not self.alive_on_host():
+            return self.not_running()
+        return FileNotFoundError(f"{path} (in sandbox {self.id})")
+
+    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        target = self.resolve(path)
+
+        def write(sftp: paramiko.SFTPClient) -> None:
+            tmp = f"{target}.seer-tmp"
+            with sftp.open(tmp, "wb") as fh:
+                fh.set_pipelined(True)
+                fh.write(data)
+            sftp.chmod(tmp, 0o644 if mode is None else mode)
+            sftp.posix_rename(tmp, target)
+
+        with self._reaching():
+            try:
+                self.conn.sftp(write)
+            except FileNotFoundError:
+                self.make_dirs(posixpath.dirname(target))  # refused if the sandbox ended
+                self.conn.sftp(write)
+
+    def read_bytes(self, path: str) -> bytes:
+        target = self.resolve(path)
+
+        def read(sftp: paramiko.SFTPClient) -> bytes:
+            if stat.S_ISDIR(sftp.stat(target).st_mode or 0):
+                raise IsADirectoryError(target)
+            with sftp.open(target, "rb") as fh:
+                fh.prefetch()
+                return fh.read()
+
+        with self._reaching():
+            try:
+                data: bytes = self.conn.sftp(read)
+            except FileNotFoundError:
+                raise self._sftp_missing(target) from None
+        return data
+
+    def model_cache_dir(self) -> str:
+        return self._cache
+
+    # --- network and state ----------------------------------------------------------------
+    def forward_spec(self) -> dict[str, Any]:
+        """What a forwarder process needs to reach this sandbox's host."""
+        return {
+            "options": self.conn.options.model_dump(),
+            "host_key": self.conn.host_key,
+            "alive_path": self.env_file,
+            "expires_at": self.expires_at,
+        }
+
+    def expose_port(self, port: int) -> str:
+        if not self.alive_on_host():
+            raise self.not_running()
+        local = ensure_forward(self.provider_name, self.id, int(port), self.forward_spec())
+        return f"http://127.0.0.1:{local}"
+
+    def alive_on_host(self) -> bool:
+        """Whether the sandbox's files are still on the host (it has not ended)."""
+        with self._reaching():
+            try:
+                self.conn.sftp(lambda sftp: sftp.stat(self.env_file))
+            except FileNotFoundError:
+                return False
+        return True
+
+    def status(self) -> MachineStatus:
+        assert self.ledger is not None
+        try:
+            with self._reaching():
+                found = remote_sandboxes(self.conn, self.base, self.id)
+        except SandboxNotRunningError:
+            return self.ledger.settle(self.id, self.expires_at)
+        except SandboxError:
+            # the host cannot be reached: what this client knows (running, unless it ended it)
+            record = self.ledger.read(self.id) or {}
+            return MachineStatus(record.get("status") or MachineStatus.RUNNING.value)
+        if found and found[0].get("status") == MachineStatus.RUNNING.value:
+            return MachineStatus.RUNNING
+        if found:
+            status = MachineStatus(found[0]["status"])
+            self.ledger.end(self.id, status)
+            return self.ledger.settle(self.id) if status is MachineStatus.RUNNING else status
+        return self.ledger.settle(self.id, self.expires_at)
+
+
+def provision(
+    conn: Connection,
+    machine_cls: type[SshMachine],
+    sandbox_id: str,
+    spec: MachineSpec,
+    *,
+    base: str,
+    ledger: Ledger,
+    extra_env: Mapping[str, str] | None = None,
+    then: list[str] | None = None,
+) -> SshMachine:
+    """Make sandbox ``sandbox_id`` on the host ``conn`` reaches: its record and folders, its
+    environment file, the watchdog that ends it at ``spec.timeout`` (then runs ``then``, an argv,
+    if given), the Python environment for ``spec.python_packages`` and seer's runtime. The caller
+    has begun ``ledger``'s record and cleans up on failure."""
+    now = time.time()
+    report = spec.report
+    meta = {
+        "name": spec.name,
+        "labels": dict(spec.labels),
+        "created_at": now,
+        "expires_at": now + spec.timeout,
+        "timeout": spec.timeout,
+        "base": base,
+    }
+    made = agent(conn, "begin", base, sandbox_id, json.dumps(meta))
+    sb_dir = posixpath.dirname(made["workdir"])
+    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else posixpath.join(base, "hf-hub")
+    record = {**meta, "workdir": made["workdir"], "model_cache": cache}
+    machine = machine_cls(conn, sandbox_id, record, ledger)
+    env = {
+        **spec.env,
+        **spec.secrets,
+        **(extra_env or {}),
+        "SEER_WORKDIR": machine.workdir,
+        "SEER_SANDBOX_ID": sandbox_id,
+        MARK: sandbox_id,
+        "PYTHONUNBUFFERED": "1",
+    }
+    _write_env(machine, env, extra="")
+    # the watchdog first: from here on the sandbox ends at its deadline whatever happens
+    end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
+    machine.start_watchdog(spec.timeout, [*end, "--", *then] if then else end)
+    wheel = runtime_wheel()
+    remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
+    conn.run(f"mkdir -p {shlex.quote(posixpath.dirname(remote_wheel))} {shlex.quote(cache)}")
+    try:
+        conn.sftp(lambda sftp: sftp.stat(remote_wheel))
+    except FileNotFoundError:
+        conn.sftp(lambda sftp: sftp.put(str(wheel.path), remote_wheel + ".part"))
+        conn.sftp(lambda sftp: sftp.posix_rename(remote_wheel + ".part", remote_wheel))
+    requirements = [*spec.python_packages, *runtime_requirements()]
+    code, lines = _stream_agent(machine, ["env", base, json.dumps(requirements), remote_wheel], report)
+    if code != 0:
+        raise SandboxError(
+            f"could not make the sandbox's Python environment on {conn.options.address}:\n{lines}"
+        )
+    made_env = json.loads(lines.strip().splitlines()[-1])
+    machine.python = made_env["python"]
+    venv_bin = posixpath.dirname(machine.python)
+    _write_env(
+        machine,
+        env,
+        extra=(
+            f'export PATH={shlex.quote(venv_bin)}:"$PATH"\n'
+            f"export VIRTUAL_ENV={shlex.quote(posixpath.dirname(venv_bin))}\n"
+            f"export PYTHONPATH={shlex.quote(made_env['runtime'])}\n"
+        ),
+    )
+    machine.record.update(python=machine.python)
+    agent(conn, "update", base, sandbox_id, json.dumps({"python": machine.python}))
+    return machine
+
+
+def _write_env(machine: SshMachine, env: Mapping[str, str], *, extra: str) -> None:
+    lines = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    data = (lines + extra).encode()
+    path = machine.env_file
+
+    def write(sftp: paramiko.SFTPClient) -> None:
+        with sftp.open(path + ".tmp", "wb") as fh:
+            fh.chmod(0o600)
+            fh.write(data)
+        sftp.posix_rename(path + ".tmp", path)
+
+    machine.conn.sftp(write)
+
+
+def _stream_agent(machine: SshMachine, args: list[str], report: Any) -> tuple[int, str]:
+    """Run the agent as a sandbox command (so its output streams to ``report``, and it is killed
+    with the sandbox); its exit code and output."""
+
+    def lines(_stream: str, text: str) -> None:
+        for line in text.splitlines():
+            report(line)
+
+    code, pump = machine.run_pumped(
+        [machine.conn.options.python, "-c", AGENT, *args], text=f"seer agent {args[0]}", on_output=lines
+    )
+    return code, pump.text("stdout") + pump.text("stderr")
