@@ -97,3 +97,17 @@ def test_rpc_server_process_loads_neither_pydantic_nor_pluggy(tmp_path: Path) ->
     used = {canonicalize_name(d) for m in tops for d in owners.get(m, [])}
     given = {canonicalize_name(Requirement(r).name) for r in runtime_requirements()}
     assert used - {"seer-core"} <= given, f"the RPC server loads {sorted(used - given)}, not in {given}"
+
+
+def test_the_local_supervisor_loads_neither_pydantic_nor_pluggy() -> None:
+    """The supervisor runs for every local sandbox: its imports are paid on every start."""
+    seen = _fresh(
+        """
+        import json, sys
+        import seer.providers.local.supervisor
+        print(json.dumps(sorted(sys.modules)))
+        """
+    )
+    heavy = {m for m in seen if m.split(".")[0] in (*CLIENT_SIDE, "filelock", "packaging")}
+    assert not heavy, sorted(heavy)
+    assert not {"seer.config", "seer.plugins", "seer.providers.local.provider"} & set(seen)

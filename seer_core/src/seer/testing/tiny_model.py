@@ -95,6 +95,7 @@ def build_tiny_model(
     num_key_value_heads: int = 2,
     vocab_size: int = 512,
     max_position_embeddings: int = 512,
+    max_shard_size: int | str | None = None,
 ) -> Path:
     """Build a tiny random ``LlamaForCausalLM`` and its tokenizer into ``dest_dir``; return the directory.
 
@@ -104,6 +105,9 @@ def build_tiny_model(
     batched generation). ``vocab_size`` is an upper bound: the model's vocabulary is whatever the BPE
     trainer reaches on the built-in text. The same arguments give byte-identical files, and the caller's
     torch RNG state is left untouched.
+    ``max_shard_size`` (``"128MB"``) splits the weights into shards with a
+    ``model.safetensors.index.json``, as large checkpoints on the Hub are
+    (see :mod:`seer.testing.scale_model`).
     """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -130,7 +134,10 @@ def build_tiny_model(
         model = LlamaForCausalLM(config)
     model.generation_config.do_sample = False
     with _quiet():
-        model.save_pretrained(dest)
+        if max_shard_size:
+            model.save_pretrained(dest, max_shard_size=max_shard_size)
+        else:
+            model.save_pretrained(dest)
         tokenizer.save_pretrained(dest)
     (dest / "README.md").write_text(
         "# tiny-llama (seer testing)\n\n"

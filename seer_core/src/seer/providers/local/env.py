@@ -39,8 +39,12 @@ _COMPLETE = ".seer-env-complete"
 
 
 def unsatisfied(requirements: list[str]) -> list[str]:
-    """The requirements the client's environment does not already satisfy."""
-    installed = {canonicalize_name(d.metadata["Name"] or ""): d.version for d in metadata.distributions()}
+    """The requirements the client's environment does not already satisfy.
+
+    Each named distribution is looked up on its own: listing every installed one would parse
+    hundreds of metadata files on every ``start()``, with or without ``python_packages``."""
+    if not requirements:
+        return []
     env = cast("dict[str, str]", default_environment())
     missing = []
     for raw in requirements:
@@ -54,10 +58,18 @@ def unsatisfied(requirements: list[str]) -> list[str]:
         if req.url:
             missing.append(raw)
             continue
-        version = installed.get(canonicalize_name(req.name))
+        version = _installed_version(req.name)
         if version is None or (req.specifier and not req.specifier.contains(version, prereleases=True)):
             missing.append(raw)
     return missing
+
+
+def _installed_version(name: str) -> str | None:
+    """The client's installed version of distribution ``name`` (None: not installed)."""
+    try:
+        return metadata.version(canonicalize_name(name))
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _client_site_dirs() -> list[str]:

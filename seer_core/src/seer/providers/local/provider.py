@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from filelock import FileLock
-
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
     ConfigProblem,
@@ -42,8 +40,6 @@ from seer.errors import (
     SandboxNotFoundError,
     SandboxNotRunningError,
 )
-from seer.ids import check_sandbox_id
-from seer.outputs import KEPT_DIRS, keep_tree, recorded_outputs_dir
 from seer.providers import procs
 from seer.providers.base import (
     Capabilities,
@@ -61,7 +57,8 @@ from seer.providers.base import (
 )
 from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
 from seer.providers.local.env import ensure_layer, make_sandbox_env
-from seer.providers.starter import starter_alive, starter_info
+from seer.providers.local.sandbox_dir import ID_PATTERN, SUPERVISOR_MODULE, SandboxDir, local_root
+from seer.providers.starter import starter_info
 from seer.state import RECORD_TTL, open_private, private_dir, read_json, seer_home, write_json
 
 #: Variables a local sandbox inherits from the client: locale, caches, proxies, package indexes.
@@ -106,14 +103,6 @@ PASSTHROUGH = (
 )
 
 
-#: The module the supervisor runs as (``python -m``); its command line names the sandbox's folder.
-_SUPERVISOR = "seer.providers.local.supervisor"
-
-
-def _root() -> Path:
-    return seer_home() / "local"
-
-
 def _bash() -> str:
     return shutil.which("bash") or "/bin/sh"
 
@@ -150,130 +139,6 @@ def hf_hub_cache(env: Mapping[str, str]) -> str:
             return os.path.abspath(expand(env[name]))
     hf_home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
     return os.path.abspath(os.path.join(expand(hf_home), "hub"))
-
-
-def _pid(record: Mapping[str, Any]) -> int | None:
-    """``record["pid"]`` as a pid, or None (records are files: they may hold anything)."""
-    try:
-        pid = int(record.get("pid") or 0)
-    except (TypeError, ValueError):
-        return None
-    return pid if pid > 1 else None
-
-
-class SandboxDir:
-    """Paths and metadata of one local sandbox on disk. The id is checked first: it becomes a path."""
-
-    def __init__(self, sandbox_id: str):
-        self.id = check_sandbox_id(sandbox_id, LocalProvider)
-        self.dir = _root() / sandbox_id
-        self.meta_path = self.dir / "meta.json"
-        self.secrets_path = self.dir / "secrets.json"
-        self.root = self.dir / "root"
-        self.logs = self.dir / "logs"
-        self.procs = self.dir / "procs"
-        self.venv = self.dir / "venv"
-        self.lock = FileLock(str(self.dir / ".lock"))
-
-    def exists(self) -> bool:
-        # A folder that is a link may lead anywhere: it is no sandbox of ours.
-        return not self.dir.is_symlink() and self.meta_path.is_file()
-
-    def meta(self) -> dict[str, Any]:
-        try:
-            if self.dir.is_symlink():
-                raise OSError("a link")
-            return read_json(self.meta_path)
-        except (OSError, ValueError):
-            raise SandboxNotFoundError(f"no local sandbox {self.id!r}") from None
-
-    def update(self, **changes: Any) -> dict[str, Any]:
-        meta = {**self.meta(), **changes}
-        write_json(self.meta_path, meta)
-        return meta
-
-    def pgids(self, records: list[dict[str, Any]] | None = None) -> list[int]:
-        """The process groups named by ``records`` (default: every one in ``procs/``)."""
-        if records is None:
-            records = []
-            for path in self.procs.glob("*.json"):
-                with contextlib.suppress(OSError, ValueError):
-                    records.append(read_json(path))
-        out = []
-        for rec in records:
-            with contextlib.suppress(TypeError, ValueError, KeyError):
-                pgid = int(rec["pgid"])
-                if pgid > 1:  # 0 and 1 are no sandbox's group, whatever a record says
-                    out.append(pgid)
-        return out
-
-    def supervisor_pid(self, meta: dict[str, Any]) -> int | None:
-        """The pid of the sandbox's live supervisor, or None. The pid comes from ``meta.json``,
-        which anyone who can write the disk could plant, so the process must also *be* this
-        sandbox's supervisor (its command line says so) before anyone signals it."""
-        sup = meta.get("supervisor") or {}
-        pid = _pid(sup)
-        if procs.alive(pid, sup.get("started")) and procs.runs(pid, _SUPERVISOR, str(self.dir)):
-            return pid
-        return None
-
-    def supervisor_alive(self, meta: dict[str, Any]) -> bool:
-        return self.supervisor_pid(meta) is not None
-
-    def starting(self, meta: dict[str, Any]) -> bool:
-        """Whether ``start()`` is still under way: the client that began it is alive and has not
-        said it finished (:meth:`LocalMachine.start_completed`)."""
-        return starter_alive(meta.get("starter"))
-
-    def status(self) -> MachineStatus:
-        """The status, reaping the sandbox if its supervisor died without tearing it down."""
-        meta = self.meta()
-        status = MachineStatus(meta["status"])
-        # A supervisor not yet spawned by a live starter is no sign of death.
-        spawning = meta.get("supervisor") is None and self.starting(meta)
-        if status is MachineStatus.RUNNING and not spawning and not self.supervisor_alive(meta):
-            expired = time.time() >= meta["expires_at"]
-            self.teardown(MachineStatus.EXPIRED if expired else MachineStatus.LOST)
-            status = MachineStatus(self.meta()["status"])
-        return status
-
-    def teardown(self, status: MachineStatus) -> None:
-        """Kill everything the sandbox runs, remove its working directory, record ``status``.
-        Safe to call from several processes at once, and more than once."""
-        with self.lock:
-            meta = self.meta()
-            already = MachineStatus(meta["status"]) is not MachineStatus.RUNNING
-            procs.kill_sandbox_processes(self.id, self.pgids())
-            if already:
-                return
-            if self.keep_outputs():
-                shutil.rmtree(self.root, ignore_errors=True)
-            shutil.rmtree(self.venv, ignore_errors=True)
-            self.secrets_path.unlink(missing_ok=True)
-            self.update(status=status.value, ended_at=time.time())
-
-    def keep_outputs(self) -> bool:
-        """Keep the sandbox's notebooks and outputs before its working directory is removed, so a
-        sandbox that expires with no client (or loses its supervisor) leaves them retrievable: in
-        the client folder its record names (``outputs_dir``), else ``$SEER_HOME/outputs/<id>/``.
-        Where they went is recorded in ``meta.json`` (``kept``) and printed (to the supervisor's
-        log). False if they could be written nowhere: then the working directory stays."""
-        if not any((self.root / folder).is_dir() for folder in KEPT_DIRS):
-            return True
-        for dest in (recorded_outputs_dir(self.id), seer_home() / "outputs" / self.id):
-            if dest is None:
-                continue
-            try:
-                kept = keep_tree(self.root, dest)
-            except OSError as exc:
-                print(f"could not keep notebooks and outputs in {dest}: {exc}", flush=True)
-                continue
-            if kept.files:
-                self.update(kept=str(dest))
-                print(kept.summary(self.id), flush=True)
-            return True
-        print(f"notebooks and outputs left in {self.root}", flush=True)
-        return False
 
 
 class LocalMachine(Machine):
@@ -472,7 +337,7 @@ class LocalProvider(Provider):
     """Sandboxes as working directories plus processes on this machine."""
 
     name: ClassVar[str] = "local"
-    id_pattern: ClassVar[str] = r"local-[0-9a-f]{10}"
+    id_pattern: ClassVar[str] = ID_PATTERN
     description: ClassVar[str] = "this machine: a working directory plus processes (built in)"
     capabilities: ClassVar[Capabilities] = Capabilities(
         gpu_types=frozenset(GPU_CATALOGUE),
@@ -520,7 +385,7 @@ class LocalProvider(Provider):
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
         sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
-        private_dir(_root())
+        private_dir(local_root())
         private_dir(sandbox.dir, exist_ok=False)
         try:
             # Recorded and supervised before anything slow: a starter killed from here on leaves
@@ -560,7 +425,7 @@ class LocalProvider(Provider):
         sup_env = {k: v for k, v in os.environ.items() if k != procs.MARKER}
         with open_private(sandbox.logs / "supervisor.log") as sup_log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", _SUPERVISOR, str(sandbox.dir)],
+                [sys.executable, "-m", SUPERVISOR_MODULE, str(sandbox.dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=sup_log,
                 stderr=subprocess.STDOUT,
@@ -569,6 +434,7 @@ class LocalProvider(Provider):
                 close_fds=True,
             )
         sandbox.update(supervisor={"pid": proc.pid, "started": procs.start_time(proc.pid)})
+        _await_command_line(proc, sandbox)
         return proc
 
     def _create(self, sandbox: SandboxDir, spec: MachineSpec) -> LocalMachine:
@@ -618,7 +484,7 @@ class LocalProvider(Provider):
 
     def list(self) -> list[MachineInfo]:
         out: list[MachineInfo] = []
-        root = _root()
+        root = local_root()
         if not root.is_dir():
             return out
         for entry in sorted(root.iterdir()):
@@ -672,6 +538,21 @@ class LocalProvider(Provider):
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
+
+
+def _await_command_line(proc: subprocess.Popen[bytes], sandbox: SandboxDir, limit: float = 10.0) -> None:
+    """Wait until the just-started supervisor's command line names it (or it has exited).
+
+    ``Popen`` returns once the child's exec has closed its close-on-exec pipe, which the kernel
+    does before it sets the new program's arguments: for a moment ``/proc/<pid>/cmdline`` is
+    empty, and :meth:`SandboxDir.supervisor_pid` (which checks it, so that a planted pid is never
+    signalled) would take the live supervisor for a dead one and reap the sandbox as ``lost``.
+    A start that reaches its first status check within that moment must not see it."""
+    deadline = time.monotonic() + limit
+    while proc.poll() is None and time.monotonic() < deadline:
+        if procs.runs(proc.pid, SUPERVISOR_MODULE, str(sandbox.dir)):
+            return
+        time.sleep(0.001)
 
 
 def _drop_remains(sandbox: SandboxDir) -> None:

@@ -7,6 +7,9 @@ folder its record names or in ``$SEER_HOME/outputs/<id>/``) and exits. While ``s
 way it also watches the starting client: if that dies before saying it finished, nobody will ever
 get the half-made sandbox, so it is torn down at once (``lost``) rather than left running to its
 timeout.
+
+It runs for every local sandbox, so it imports only :mod:`seer.providers.local.sandbox_dir` (no
+pydantic, no pluggy): its start-up is paid on every ``start()``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from seer.errors import SandboxNotFoundError
 from seer.providers.base import MachineStatus
-from seer.providers.local.provider import SandboxDir
+from seer.providers.local.sandbox_dir import SandboxDir
 
 
 def main(sandbox_dir: str) -> int:
