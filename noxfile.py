@@ -186,38 +186,13 @@ print(json.dumps(out))
 """
 
 
-def _projects() -> dict[str, dict]:
-    """Distribution name -> its ``[project]`` table, for the root and every released member."""
-    from packaging.utils import canonicalize_name
-
-    tables = [PYPROJECT["project"]]
-    tables += [nox.project.load_toml(ROOT / m / "pyproject.toml")["project"] for m in released_members()]
-    return {canonicalize_name(p["name"]): p for p in tables}
-
-
 def expected_plugin_distributions(extra: str) -> list[str]:
     """The distributions whose ``seer`` plugins ``seer[extra]`` brings: seer-core's built-ins,
-    and every member it pulls (through the workspace's own pins) that publishes entry points."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    projects = _projects()
-    todo = [Requirement(f"seer[{extra}]" if extra else "seer")]
-    seen: set[tuple[str, frozenset[str]]] = set()
-    found = {"seer-core"}
-    while todo:
-        req = todo.pop()
-        name = canonicalize_name(req.name)
-        if name not in projects or (name, frozenset(req.extras)) in seen:
-            continue
-        seen.add((name, frozenset(req.extras)))
-        project = projects[name]
-        if project.get("entry-points", {}).get("seer"):
-            found.add(project["name"])
-        todo += [Requirement(r) for r in project.get("dependencies", [])]
-        for e in req.extras:
-            todo += [Requirement(r) for r in project.get("optional-dependencies", {}).get(e, [])]
-    return sorted(found)
+    and every member it pulls (through the workspace's own pins) that publishes entry points. The
+    same walk the provider matrix uses (scripts/matrix)."""
+    members = MATRIX.workspace_members()
+    pulled = MATRIX.closure(members, f"seer[{extra}]" if extra else "seer")
+    return MATRIX.plugin_distributions(members, pulled)
 
 
 @nox.session

@@ -95,11 +95,53 @@ def test_dependencies_between_members_are_followed(
     # seer-base registers no plugins ({}), seer-ssh-ish is no member of the workspace
     monkeypatch.setattr(matrix, "workspace_members", lambda: members)
     [lean] = matrix.sessions()
-    assert lean.installs == [Path("providers/lean"), Path("providers/base"), Path("core"), Path(".")]
+    assert lean.installs == [Path("providers/lean"), Path("core"), Path("providers/base"), Path(".")]
     assert lean.plugins == ["seer-core", "seer-lean"]
     assert lean.testing_extra
     assert matrix.pytest_runs(lean, quick=False) == [["t.py"]]
     assert matrix.pytest_runs(lean, quick=True) == [["-m", "unit", "q"]]
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "extras"),
+    [
+        ("seer-core==0.2.0", "seer-core", set()),
+        (
+            "Seer_Core[Notebook-Client, models]>=0.2; python_version >= '3.11'",
+            "seer-core",
+            {"notebook-client", "models"},
+        ),
+        ("seer.ssh", "seer-ssh", set()),
+        ("a__b[]", "a-b", set()),
+    ],
+)
+def test_requirements_are_read_as_packaging_reads_them(
+    matrix: ModuleType, text: str, name: str, extras: set[str]
+) -> None:
+    assert matrix.parse_requirement(text) == (name, frozenset(extras))
+    # the script stays stdlib-only (.ci/run runs it before any venv exists); packaging agrees
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    parsed = Requirement(text)
+    assert canonicalize_name(parsed.name) == name
+    assert {canonicalize_name(e) for e in parsed.extras} == extras
+
+
+def test_a_requirement_that_is_not_one_is_refused(matrix: ModuleType) -> None:
+    with pytest.raises(ValueError, match="not a requirement: '>=1'"):
+        matrix.parse_requirement(">=1")
+
+
+def test_the_walk_follows_extras_only_where_asked(matrix: ModuleType) -> None:
+    """``seer[runpod]`` pulls seer-runpod and, through it, seer-ssh; bare ``seer`` pulls neither.
+    install_check (noxfile.py) asks this walk which plugins each extra brings."""
+    members = matrix.workspace_members()
+    assert matrix.closure(members, "seer") == ["seer", "seer-core"]
+    runpod = matrix.closure(members, "seer[runpod]")
+    assert set(runpod) == {"seer", "seer-core", "seer-runpod", "seer-ssh"}
+    assert matrix.plugin_distributions(members, runpod) == ["seer-core", "seer-runpod", "seer-ssh"]
+    assert matrix.plugin_distributions(members, matrix.closure(members, "seer[toolkit]")) == ["seer-core"]
 
 
 @pytest.mark.e2e
