@@ -59,7 +59,9 @@ def install(session: nox.Session, *groups: str, members: bool = True, test_dists
     if members:
         args += ["-e", "."]
         for member in released_members():
-            args += ["-e", str(member)]
+            project = nox.project.load_toml(ROOT / member / "pyproject.toml")["project"]
+            testing = "testing" in project.get("optional-dependencies", {})  # its test kit's needs
+            args += ["-e", f"{member}[testing]" if testing else str(member)]
     if test_dists:
         for dist in test_distributions():
             args += ["-e", str(dist)]

@@ -8,6 +8,7 @@ catch a keyword typo on modal's synchronicity wrappers (their ``__call__`` takes
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -226,3 +227,14 @@ def test_importing_the_entry_point_does_not_import_modal() -> None:
 
     code = "import sys, seer_modal.plugin, seer_modal.provider; print('modal' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"
+
+
+def test_the_test_kit_without_docker_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake's sandboxes are containers: without the docker package (seer-modal[testing]) the
+    kit names the extra, and the suites skip with that reason."""
+    from seer_modal.testing.engine import docker_client, engine_problem
+
+    monkeypatch.setitem(sys.modules, "docker", None)  # import docker -> ModuleNotFoundError
+    with pytest.raises(ImportError, match=r'pip install "seer-modal\[testing\]"'):
+        docker_client()
+    assert 'pip install "seer-modal[testing]"' in (engine_problem("any-image") or "")

@@ -68,7 +68,16 @@ class LayerBuildError(RuntimeError):
 def docker_client() -> DockerClient:
     """A client of the engine ``DOCKER_HOST`` (or the local socket) names, with room for many
     concurrent blocking calls (one ``wait`` per sandbox, one stream per exec)."""
-    import docker
+    try:
+        import docker
+    except ModuleNotFoundError as exc:
+        if exc.name != "docker":
+            raise
+        raise ImportError(
+            "seer_modal.testing realises its sandboxes as Docker containers and needs the docker package: "
+            'pip install "seer-modal[testing]"',
+            name="docker",
+        ) from None
 
     return docker.from_env(timeout=300, max_pool_size=64)
 

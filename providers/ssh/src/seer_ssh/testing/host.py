@@ -207,7 +207,16 @@ class ExecResult:
 
 def docker_client() -> DockerClient:
     """A client of the engine ``DOCKER_HOST`` (or the local socket) names."""
-    import docker
+    try:
+        import docker
+    except ModuleNotFoundError as exc:
+        if exc.name != "docker":
+            raise
+        raise ImportError(
+            "seer_ssh.testing realises its hosts as Docker containers and needs the docker package: "
+            'pip install "seer-ssh[testing]"',
+            name="docker",
+        ) from None
 
     return docker.from_env(timeout=300)
 
