@@ -120,7 +120,6 @@ class DockerMachine(ExecMachine):
     """A handle on one sandbox container."""
 
     procs_dir = f"{RUN_DIR}/procs"
-    ledger = None  # set below, once the provider class exists
 
     def __init__(self, client: DockerClient, container_id: str, labels: Mapping[str, str], secrets_env: Any):
         self._client = client
@@ -543,4 +542,5 @@ class DockerProvider(Provider):
 
 
 #: The ledger of this client's docker sandboxes: ``$SEER_HOME/docker/sandboxes/<id>.json``.
-LEDGER = DockerMachine.ledger = Ledger(DockerProvider)
+LEDGER = Ledger(DockerProvider)
+DockerMachine.ledger = LEDGER

@@ -27,6 +27,7 @@ gone, and its starter watch ends a half-made sandbox whose starting client died.
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import secrets
 import threading
@@ -112,8 +113,6 @@ def _sdk_error(what: str, exc: BaseException) -> SandboxError:
 
 class ModalMachine(ExecMachine):
     """A handle on one Modal sandbox."""
-
-    ledger = None  # set below, once the provider class exists
 
     def __init__(self, sandbox_id: str, tags: Mapping[str, str], sandbox: modal.Sandbox | None = None):
         self.id = sandbox_id
@@ -341,13 +340,13 @@ class ModalProvider(Provider):
             key = IMAGES.key(spec, options, wheel)
             known = IMAGES.get(key)
             image = modal.Image.from_id(known) if known else sandbox_image(spec, options, wheel)
-            volumes = {}
+            volumes: dict[str | os.PathLike[Any], modal.Volume | modal.CloudBucketMount] = {}
             if not spec.private_model_cache:
                 volumes[HF_MOUNT] = modal.Volume.from_name(options.model_volume, create_if_missing=True)
-            env = {**spec.env, "SEER_WORKDIR": options.workdir, **spec.secrets}
+            env: dict[str, str | None] = {**spec.env, "SEER_WORKDIR": options.workdir, **spec.secrets}
             ports = pick_tunnel_ports(options.tunnel_ports)
             now = time.time()
-            tags = {
+            tags: dict[str, Any] = {  # also kept in the ledger's record (attach reads them there)
                 **spec.labels,
                 MANAGED_TAG: "sandbox",
                 "seer.created_at": f"{now:.3f}",
@@ -466,4 +465,5 @@ class ModalProvider(Provider):
 #: The ids of the images this client had Modal build (``$SEER_HOME/modal/images.json``).
 IMAGES = ImageCache()
 #: The ledger of this client's modal sandboxes: ``$SEER_HOME/modal/sandboxes/<id>.json``.
-LEDGER = ModalMachine.ledger = Ledger(ModalProvider)
+LEDGER = Ledger(ModalProvider)
+ModalMachine.ledger = LEDGER

@@ -226,7 +226,8 @@ class ControlPlane(api_grpc.ModalClientBase):
         try:
             built = await blocking(self.state.engine.build_layer, record.key, dockerfile, context, args)
             if built is None:  # another fake on the engine built it while this one waited
-                record.docker_image = await blocking(self.state.engine.find_layer, record.key) or ""
+                found: str | None = await blocking(self.state.engine.find_layer, record.key)
+                record.docker_image = found or ""
             else:
                 record.docker_image, record.log = built
                 self.state.layers_built += 1
