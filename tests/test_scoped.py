@@ -504,9 +504,9 @@ def _agent_script(script: str, cwd: Path) -> Any:
 def test_seed_interface_through_each_of_the_four_expose_modes(seed: ServedInterface, tmp_path: Path) -> None:
     """Seed 002's interface with the tiny model, reached through library, prompt, skill and mcp
     exactly as ``serve(expose_as=...)`` hands them over, each used the way an agent uses it."""
+    import importlib.util
     import re
 
-    from _mcp_client import McpClient, server_env
     from seer import plugins
 
     prompt_text = "The quick brown fox"
@@ -546,7 +546,12 @@ def test_seed_interface_through_each_of_the_four_expose_modes(seed: ServedInterf
     )
     assert got == expected
 
-    # mcp: the tools listed and called by the mcp SDK's own client over stdio.
+    # mcp: the tools listed and called by the mcp SDK's own client over stdio. The provider matrix
+    # runs this with only core and one provider installed, where the mcp mode (seer[mcp]) is not.
+    if importlib.util.find_spec("seer_mcp") is None:
+        pytest.skip("library, prompt and skill passed; the mcp mode needs seer[mcp], not installed here")
+    from _mcp_client import McpClient, server_env
+
     config = mode("mcp")
     with McpClient(config["args"], env=server_env(config["env"]), command=config["command"]) as client:
         names = {tool.name for tool in client.tools()}
