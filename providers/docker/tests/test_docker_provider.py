@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from _model_kit import MODEL_ID
 from seer import Sandbox
 from seer.errors import ConfigError
 from seer.progress import Progress
+from seer.testing import killed_client
 from seer_docker.provider import DockerProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -132,37 +131,6 @@ def test_a_changed_config_builds_a_new_image_and_reports_the_build(docker_engine
 
 
 # --- must show: a killed client leaves nothing once seer down (or the timeout) runs ------------
-CLIENT = textwrap.dedent(
-    """
-    import json, sys, time
-    from seer import Sandbox, SandboxConfig
-
-    config = SandboxConfig.model_validate(json.loads(sys.argv[1]))
-    sandbox = Sandbox(config).start(name=sys.argv[2])
-    print(sandbox.sandbox_id, flush=True)
-    time.sleep(600)
-    """
-)
-
-
-def _start_and_kill_client(config: Any, name: str, tmp_path: Path) -> str:
-    """Start a sandbox from a client process, SIGKILL the client once it is up; the sandbox id."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CLIENT, json.dumps(config.model_dump(mode="json")), name],
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / f"{name}.err", "w"),  # noqa: SIM115 - closed with the process
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("docker-"), (tmp_path / f"{name}.err").read_text()[-3000:]
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    return line
-
-
 def _seer(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SEER_HOME": str(home)}
     return subprocess.run(
@@ -174,7 +142,7 @@ def test_killed_client_then_seer_down_leaves_no_container_and_keeps_the_models(
     docker_engine: Any, hub: Any, volume: str, tmp_path: Path
 ) -> None:
     config = _model_config(hub, volume, timeout=600)
-    sandbox_id = _start_and_kill_client(config, "killed-client", tmp_path)
+    sandbox_id = killed_client(config, name="killed-client")
     assert _alive(docker_engine, sandbox_id), "the sandbox outlives its client"
     # Another machine's client (a fresh SEER_HOME: no ledger) finds it by its labels alone.
     elsewhere = tmp_path / "elsewhere"
@@ -194,7 +162,7 @@ def test_killed_client_then_seer_down_leaves_no_container_and_keeps_the_models(
 
 
 def test_killed_client_sandbox_ends_at_its_timeout(docker_engine: Any, tmp_path: Path) -> None:
-    sandbox_id = _start_and_kill_client(docker_config(timeout=15), "timed-out", tmp_path)
+    sandbox_id = killed_client(docker_config(timeout=15), name="timed-out")
     assert _alive(docker_engine, sandbox_id)
     # No client, no seer command: the container's own timer ends it, and auto-remove removes it.
     _wait(lambda: not _containers(docker_engine, sandbox_id), 60, "the in-container timeout")

@@ -6,10 +6,8 @@ no client, ``seer ls`` / ``seer down`` by the API, and a network volume's cache 
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import pytest
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError, SandboxError
 from seer.progress import Progress
+from seer.testing import killed_client
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
 
@@ -141,36 +140,6 @@ def test_a_pod_whose_ssh_never_appears_is_a_clear_error_and_is_terminated(fake_r
 
 
 # --- must show: a killed client; the pod ends itself, or seer down ends it earlier -------------
-CLIENT = textwrap.dedent(
-    """
-    import json, sys, time
-    from seer import Sandbox, SandboxConfig
-
-    config = SandboxConfig.model_validate(json.loads(sys.argv[1]))
-    sandbox = Sandbox(config).start(name=sys.argv[2])
-    print(sandbox.sandbox_id, flush=True)
-    time.sleep(600)
-    """
-)
-
-
-def _start_and_kill_client(config: SandboxConfig, name: str, tmp_path: Path) -> str:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CLIENT, json.dumps(config.model_dump(mode="json")), name],
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / f"{name}.err", "w"),  # noqa: SIM115 - closed with the process
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("runpod-"), (tmp_path / f"{name}.err").read_text()[-3000:]
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    return line
-
-
 def _seer(*args: str) -> Any:
     out = subprocess.run([sys.executable, "-m", "seer", *args], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -180,8 +149,8 @@ def _seer(*args: str) -> Any:
 def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
     fake_runpod: FakeRunPod, volume: str, tmp_path: Path
 ) -> None:
-    short = _start_and_kill_client(_config(volume, timeout=25), "orphan-short", tmp_path)
-    long = _start_and_kill_client(_config(volume, timeout=900), "orphan-long", tmp_path)
+    short = killed_client(_config(volume, timeout=25), name="orphan-short")
+    long = killed_client(_config(volume, timeout=900), name="orphan-long")
     short_pod, long_pod = _pod_of(fake_runpod, short), _pod_of(fake_runpod, long)
     # seer ls lists both from the API, with their age and cost so far
     listed = {m["sandbox_id"]: m for m in _seer("ls", "--json")}

@@ -24,9 +24,10 @@ from it (with the suite's own env and secret added)::
 
 What is tested goes through the public surface (:class:`~seer.sandbox.Sandbox`, and
 ``sandbox.machine`` for the primitives ``Sandbox`` does not wrap): lifecycle, exec semantics,
-files, background processes, port exposure, clean-up after a failed start, errors after
-terminate, and, gated on the provider class's ``capabilities``, snapshots and GPUs. A test
-gated on a capability the provider lacks skips with ``provider lacks capability: <name>``.
+files, background processes, port exposure, clean-up after a failed start, a sandbox outliving
+its killed client, errors after terminate, and, gated on the provider class's ``capabilities``,
+snapshots and GPUs. A test gated on a capability the provider lacks skips with ``provider lacks
+capability: <name>``.
 
 Most tests share one sandbox per class (each works in its own scratch directory), so the suite
 stays fast; tests that end a sandbox start their own. Every sandbox is terminated in a fixture
@@ -69,6 +70,7 @@ from seer.errors import (
 )
 from seer.providers.base import Capabilities, ExecResult, MachineStatus, Provider, Snapshot
 from seer.sandbox import Sandbox
+from seer.testing.clients import killed_client
 
 __all__ = ["ProviderConformance", "live_processes", "wait_for"]
 
@@ -188,6 +190,10 @@ class ProviderConformance:
     #: ``timeout`` of the sandbox that must expire on its own: longer than a start takes, short
     #: enough to wait for; None skips that test (for providers that cannot make it short)
     expiry_timeout: ClassVar[int | None] = 3
+    #: how long a sandbox must go on running after its client was killed before it is looked at:
+    #: longer than the provider takes to notice a client that died *during* ``start()`` (seer's
+    #: starter watch polls twice a second), so a sandbox wrongly ended for its client's death is seen
+    orphan_settle: ClassVar[float] = 3.0
     #: size of the large-file round trip
     large_file_size: ClassVar[int] = 32 * 1024 * 1024 + 7
     #: GPU type for the GPU test (None: the first of the provider's types its check accepts)
@@ -486,6 +492,23 @@ class ProviderConformance:
         assert sb.status is MachineStatus.TERMINATED
         with pytest.raises(SandboxNotRunningError):
             sb.exec("echo still-here", timeout=60)
+
+    def test_outlives_a_killed_client(
+        self, provider: Provider, sandbox_config: SandboxConfig, secret_value: str
+    ) -> None:
+        """A client killed with SIGKILL once ``start()`` returned (a crashed script) leaves its
+        sandbox running, to its own lifetime limit: another process finds it in ``list()``,
+        attaches and runs commands in it, and ``terminate`` (``seer down``) ends it."""
+        sandbox_id = killed_client(self.derive(sandbox_config), name="conformance-orphan")
+        try:
+            time.sleep(self.orphan_settle)
+            assert sandbox_id in _alive_ids(provider), f"list() misses the orphan {sandbox_id}"
+            orphan = Sandbox.attach(sandbox_id)
+            assert orphan.status is MachineStatus.RUNNING
+            assert orphan.exec(["echo", "still", "here"], timeout=60).stdout == "still here\n"
+        finally:
+            provider.terminate(sandbox_id)
+        assert sandbox_id not in _alive_ids(provider)
 
     def test_operations_after_terminate_raise(
         self, start_sandbox: Callable[..., Sandbox], tmp_path: Path
