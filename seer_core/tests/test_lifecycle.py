@@ -227,36 +227,3 @@ def test_running_proof_holds_until_the_record_changes_or_the_supervisor_exits() 
         assert RunningProof.take(folder) is None  # not running: no proof to take
     finally:
         LocalProvider().terminate(sb.sandbox_id)
-
-
-@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="RunningProof needs pidfds (Linux)")
-def test_running_proof_is_checked_from_many_threads_at_once() -> None:
-    """Handles are shared by threads (the MCP server's tools, a notebook's writer): one proof
-    checked concurrently must answer every thread, not raise (a shared poll object would:
-    "concurrent poll() invocation"), which left a notebook restart hanging."""
-    import threading
-
-    from seer.providers.local.sandbox_dir import RunningProof, SandboxDir
-
-    sb = Sandbox(SandboxConfig(execution_mode=ExecutionMode.CLI)).start()
-    try:
-        proof = RunningProof.take(SandboxDir(sb.sandbox_id))
-        assert proof is not None
-        answers: list[bool] = []
-        errors: list[BaseException] = []
-
-        def check() -> None:
-            try:
-                answers.extend(proof.holds() for _ in range(3000))
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=check) for _ in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not errors, errors[:1]
-        assert len(answers) == 8 * 3000 and all(answers)
-    finally:
-        LocalProvider().terminate(sb.sandbox_id)

@@ -206,7 +206,8 @@ class RunningProof:
 
     def __init__(self, pidfd: int, meta_identity: tuple[int, int, int, int], meta_path: Path):
         self._meta_identity, self._meta_path = meta_identity, meta_path
-        self._pidfd = pidfd
+        self._poll = select.poll()
+        self._poll.register(pidfd, select.POLLIN)
         self._close = weakref.finalize(self, os.close, pidfd)
 
     @classmethod
@@ -236,13 +237,7 @@ class RunningProof:
         return cls(pidfd, identity, sandbox.meta_path)
 
     def holds(self) -> bool:
-        if not self._close.alive:
-            return False
-        # A poll object of its own per check: one is not to be polled from two threads at once
-        # (CPython raises "concurrent poll() invocation"), and handles are shared by threads.
-        poll = select.poll()
-        poll.register(self._pidfd, select.POLLIN)
-        if poll.poll(0):  # readable: the supervisor has exited
+        if not self._close.alive or self._poll.poll(0):  # readable: the supervisor has exited
             return False
         try:
             return _identity(self._meta_path) == self._meta_identity
