@@ -222,7 +222,7 @@ class RunningProof:
             meta = sandbox.meta()
         except (OSError, SandboxNotFoundError):
             return None
-        if meta.get("status") != MachineStatus.RUNNING.value:
+        if MachineStatus(meta.get("status")) is not MachineStatus.RUNNING:
             return None
         pid = _pid(meta.get("supervisor") or {})
         if pid is None:
