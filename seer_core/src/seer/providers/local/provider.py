@@ -165,10 +165,11 @@ class LocalMachine(Machine):
         """Refuse to act on a sandbox that is not running. After one full check, a
         :class:`RunningProof` answers in two system calls until the supervisor exits or the
         sandbox's record changes."""
-        proof = self._running  # threads share the handle: a proof is closed only once unreferenced
-        if proof is not None and proof.holds():
+        if self._running is not None and self._running.holds():
             return
-        self._running = None
+        if self._running is not None:
+            self._running.close()
+            self._running = None
         if self._sb.status() is not MachineStatus.RUNNING:
             raise SandboxNotRunningError(f"sandbox {self.id} is {self._sb.meta()['status']}")
         self._running = RunningProof.take(self._sb)
