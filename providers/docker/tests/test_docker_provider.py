@@ -20,6 +20,7 @@ from seer import Sandbox
 from seer.errors import ConfigError
 from seer.progress import Progress
 from seer.testing import killed_client
+from seer.testing.conformance import wait_for
 from seer_docker.provider import DockerProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -51,14 +52,6 @@ def _containers(client: Any, sandbox_id: str) -> list[Any]:
     return client.containers.list(
         all=True, ignore_removed=True, filters={"label": f"seer.sandbox={sandbox_id}"}
     )
-
-
-def _wait(check: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.25)
 
 
 def _model_config(hub: Any, volume: str, **changes: Any) -> Any:
@@ -152,7 +145,12 @@ def test_killed_client_then_seer_down_leaves_no_container_and_keeps_the_models(
     assert rows[sandbox_id]["status"] == "running" and rows[sandbox_id]["name"] == "killed-client"
     down = _seer("down", sandbox_id, home=elsewhere)
     assert down.returncode == 0, down.stderr
-    _wait(lambda: not _containers(docker_engine, sandbox_id), 30, "the container to be removed")
+    wait_for(
+        lambda: not _containers(docker_engine, sandbox_id),
+        timeout=30,
+        what="the container to be removed",
+        interval=0.25,
+    )
     # The model volume is kept, and the model in it: the next start downloads nothing.
     assert docker_engine.volumes.get(volume).attrs["Labels"]["seer.managed"] == "model-cache"
     served = hub.bytes_served
@@ -165,7 +163,12 @@ def test_killed_client_sandbox_ends_at_its_timeout(docker_engine: Any, tmp_path:
     sandbox_id = killed_client(docker_config(timeout=15), name="timed-out")
     assert _alive(docker_engine, sandbox_id)
     # No client, no seer command: the container's own timer ends it, and auto-remove removes it.
-    _wait(lambda: not _containers(docker_engine, sandbox_id), 60, "the in-container timeout")
+    wait_for(
+        lambda: not _containers(docker_engine, sandbox_id),
+        timeout=60,
+        what="the in-container timeout",
+        interval=0.25,
+    )
     listed = _seer("ls", "--json", home=tmp_path / "elsewhere")
     assert sandbox_id not in {row["sandbox_id"] for row in json.loads(listed.stdout)}
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError, SandboxError
 from seer.progress import Progress
 from seer.testing import killed_client
+from seer.testing.conformance import wait_for
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
 
@@ -31,17 +31,6 @@ def _config(volume: str | None = None, **changes: Any) -> SandboxConfig:
         data["provider_options"] = {"network_volume_id": volume}
     data.update(changes)
     return SandboxConfig.model_validate(data)
-
-
-def _wait(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.25)
 
 
 def _deploys(fake: FakeRunPod) -> int:
@@ -162,7 +151,12 @@ def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
     assert f"{long}: terminated" in _seer("down", long)
     assert long_pod.terminated_by == "user"
     # the short one, with no client anywhere, terminates its own pod through the API
-    _wait(lambda: short_pod.terminated_by is not None, 90, "the pod to terminate itself")
+    wait_for(
+        lambda: short_pod.terminated_by is not None,
+        timeout=90,
+        what="the pod to terminate itself",
+        interval=0.25,
+    )
     assert short_pod.terminated_by == f"pod:{short_pod.id}"
     assert short_pod.host is None or not short_pod.host.running()
     after = {m["sandbox_id"]: m for m in _seer("ls", "--all", "--json")}

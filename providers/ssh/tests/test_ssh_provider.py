@@ -23,6 +23,7 @@ from seer import Sandbox
 from seer.errors import ConfigError, SandboxError
 from seer.progress import Progress
 from seer.providers.base import MachineStatus
+from seer.testing.conformance import wait_for
 from seer_ssh.connection import ConnectionLost
 from seer_ssh.provider import SshProvider
 
@@ -38,17 +39,6 @@ class RecordingProgress(Progress):
 
     def update(self, text: str) -> None:
         self.lines.append(text)
-
-
-def _wait(check: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.25)
 
 
 def _remote_sandboxes(box: Box) -> list[str]:
@@ -173,7 +163,12 @@ def test_dropped_connection_during_exec_is_a_clear_error_and_leaves_no_process(
     assert "dropped while sandbox" in message and sandbox.sandbox_id in message
     assert isinstance(info.value, SandboxError)
     # the command and its child were killed over a new connection: nothing stray on the host
-    _wait(lambda: not _with_token(box, token), 15, "the dropped command's processes to be killed")
+    wait_for(
+        lambda: not _with_token(box, token),
+        timeout=15,
+        what="the dropped command's processes to be killed",
+        interval=0.25,
+    )
     assert sandbox.exec("echo reconnected", timeout=60).stdout == "reconnected\n"
     assert sandbox.status is MachineStatus.RUNNING
 
@@ -200,12 +195,14 @@ def test_services_stay_on_the_remote_loopback(box: Box, sandbox: Sandbox) -> Non
             except OSError:
                 return None
 
-        assert _wait(get, 30, "the forwarded server") == b"pong"
+        assert wait_for(get, timeout=30, what="the forwarded server", interval=0.25) == b"pong"
         # a connection kept open (half a request): on the host, its client end is sshd's
         local = int(url.rsplit(":", 1)[1])
         with socket.create_connection(("127.0.0.1", local), timeout=5) as held:
             held.sendall(b"GET /ping.txt HTTP/1.0\r\n")
-            clients = _wait(lambda: box.host.tcp_clients(port), 15, "the forwarded connection")
+            clients = wait_for(
+                lambda: box.host.tcp_clients(port), timeout=15, what="the forwarded connection", interval=0.25
+            )
         assert all("sshd: seer" in cmd for _pid, cmd in clients), clients
         # another process reuses the same forward
         again = subprocess.run(
@@ -288,7 +285,12 @@ def test_killed_client_the_host_ends_the_sandbox_and_seer_ls_finds_it_first(box:
     by_env["SEER_SSH_HOSTS_FILE"] = str(tmp_path / "no-such-file.toml")
     assert sandbox_id in {m["sandbox_id"] for m in _seer(["ls", "--json"], by_env)}
     # the watchdog on the host ends it at its timeout: no client anywhere
-    _wait(lambda: not _with_token(box, token), 60, "the host to end the sandbox at its timeout")
+    wait_for(
+        lambda: not _with_token(box, token),
+        timeout=60,
+        what="the host to end the sandbox at its timeout",
+        interval=0.25,
+    )
     after = {m["sandbox_id"]: m for m in _seer(["ls", "--all", "--json"], env)}
     assert after[sandbox_id]["status"] == "expired"
     meta = json.loads(box.host.exec_as_root(f"cat /home/seer/.seer/sandboxes/{sandbox_id}/meta.json").stdout)
