@@ -2,11 +2,15 @@
 while the kernel is still starting (it gives up on a kernel that does not answer within its
 ``kernel_info_timeout``: one importing torch for its models on a loaded machine): the session
 connects again while the kernel lives, within ``CONNECT_TIMEOUT``, and says what happened when
-it cannot. Fast unit tests with a fake websocket; tests/test_notebook.py has a real server's case.
+it cannot. And how it makes sure a fresh kernel's output stream reaches it before the first cell
+(after a restart the server's iopub subscription can lag), and what a cell whose output stream
+falls silent after its reply does. Fast unit tests with a fake websocket; tests/test_notebook.py
+has a real server's case, and plugins/mcp/tests/test_mcp_notebook.py a restart after a crash.
 """
 
 from __future__ import annotations
 
+import queue
 import time
 from typing import Any
 
@@ -34,10 +38,12 @@ class FakeClient:
 class FakeChannels:
     """A kernel websocket that, per connection in ``plan``, is refused ("refuse"), dropped by the
     server after the request ("drop"), stays open with no answer ("silent"), or answers the
-    kernel_info request ("answer")."""
+    kernel_info request ("answer"). When it answers, the iopub messages of the first
+    ``iopub_lost`` shell requests never arrive (the server's subscription is not in place yet)."""
 
     plan: list[str] = []
     made: list[FakeChannels] = []
+    iopub_lost = 0
 
     def __init__(self, client: Any, kernel_id: str, *, session: str | None = None, timeout: float = 0):
         what = self.plan.pop(0) if len(self.plan) > 1 else self.plan[0]
@@ -46,7 +52,7 @@ class FakeChannels:
         self.what = what
         self.closed = False
         self.sent: list[dict[str, Any]] = []
-        self.inbox: list[Any] = []
+        self.inbox: queue.Queue[Any] = queue.Queue()
         self.made.append(self)
 
     def message(self, msg_type: str, content: dict[str, Any], channel: str = "shell") -> dict[str, Any]:
@@ -56,16 +62,38 @@ class FakeChannels:
         self.sent.append(msg)
         if self.what == "drop":
             self.closed = True
-            self.inbox.append(notebook.ChannelClosed("the server closed it"))
+            self.inbox.put(notebook.ChannelClosed("the server closed it"))
         elif self.what == "answer":
-            content = {"language_info": {"name": "python", "version": "3.11"}}
-            self.inbox.append({"channel": "control", "parent_header": msg["header"], "content": content})
+            msg_type, channel = msg["header"]["msg_type"], msg["channel"]
+            if msg_type == "kernel_info_request":
+                content = {"language_info": {"name": "python", "version": "3.11"}}
+            else:
+                content = {"status": "ok", "execution_count": 1}
+            reply = {"channel": channel, "msg_type": msg_type.replace("request", "reply")}
+            self.inbox.put({**reply, "parent_header": msg["header"], "content": content})
+            if channel == "shell":
+                if type(self).iopub_lost > 0:
+                    type(self).iopub_lost -= 1
+                    return
+                for state in ("busy", "idle"):
+                    status = {"execution_state": state}
+                    self.inbox.put(
+                        {
+                            "channel": "iopub",
+                            "msg_type": "status",
+                            "parent_header": msg["header"],
+                            "content": status,
+                        }
+                    )
 
     def get(self, timeout: float | None) -> Any:
-        if not self.inbox:
-            time.sleep(min(timeout or 0.0, 0.01))
+        try:
+            return self.inbox.get(timeout=min(timeout or 0.0, 0.01))
+        except queue.Empty:
             return None
-        return self.inbox.pop(0)
+
+    def asked(self, channel: str) -> list[str]:
+        return [m["header"]["msg_type"] for m in self.sent if m["channel"] == channel]
 
     def close(self) -> None:
         self.closed = True
@@ -76,6 +104,7 @@ def channels(monkeypatch: pytest.MonkeyPatch) -> type[FakeChannels]:
     monkeypatch.setattr(notebook, "KernelChannels", FakeChannels)
     monkeypatch.setattr(notebook, "CONNECT_RETRY_PAUSE", 0.0, raising=False)
     FakeChannels.made = []
+    FakeChannels.iopub_lost = 0
     return FakeChannels
 
 
@@ -135,3 +164,56 @@ def test_a_kernel_that_never_answers_an_open_websocket_is_not_connected_to_again
     with pytest.raises(NotebookError, match=f"kernel {KERNEL} did not answer within 0.2s"):
         session._connect()
     assert len(channels.made) == 1
+
+
+@pytest.mark.parametrize("lost", [0, 1, 3])
+def test_a_fresh_kernel_is_connected_once_its_output_stream_is_heard(
+    channels: type[FakeChannels], monkeypatch: pytest.MonkeyPatch, lost: int
+) -> None:
+    monkeypatch.setattr(notebook, "IOPUB_NUDGE_INTERVAL", 0.02)
+    channels.plan = ["answer"]
+    channels.iopub_lost = lost
+    session = _session(FakeClient("idle"))
+    session._connect(fresh=True)
+    # Asked on control first, then on shell until a request's status came back on iopub.
+    assert channels.made[-1].asked("control") == ["kernel_info_request"]
+    assert channels.made[-1].asked("shell") == ["kernel_info_request"] * (lost + 1)
+    assert channels.iopub_lost == 0
+
+
+def test_a_kernel_attached_to_is_not_asked_on_shell(channels: type[FakeChannels]) -> None:
+    # It may be busy with a cell: a shell request would wait behind it.
+    channels.plan = ["answer"]
+    session = _session(FakeClient("busy"))
+    session._connect()
+    assert channels.made[-1].asked("shell") == []
+
+
+def test_a_fresh_kernel_whose_output_stream_never_comes_says_so(
+    channels: type[FakeChannels], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(notebook, "CONNECT_TIMEOUT", 0.3)
+    monkeypatch.setattr(notebook, "IOPUB_NUDGE_INTERVAL", 0.02)
+    channels.plan = ["answer"]
+    channels.iopub_lost = 10**6
+    session = _session(FakeClient("idle"))
+    started = time.monotonic()
+    with pytest.raises(NotebookError, match=r"output stream \(iopub\) did not reach this client within 0.3s"):
+        session._connect(fresh=True)
+    assert time.monotonic() - started < 5
+    assert len(channels.made[-1].asked("shell")) > 2
+
+
+def test_a_cell_whose_output_stream_falls_silent_after_its_reply_fails_instead_of_waiting(
+    channels: type[FakeChannels], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply came, the idle status never does: the cell must not wait forever."""
+    monkeypatch.setattr(notebook, "LIVENESS_INTERVAL", 0.1)
+    channels.plan = ["answer"]
+    session = _session(FakeClient("idle"))
+    session._connect()
+    channels.iopub_lost = 1
+    with pytest.raises(NotebookError, match=r"output stream \(iopub\) fell silent for 0.1s"):
+        session._run("1", hidden=True, timeout=None, record=False)
+    # With its output stream working, the next cell runs.
+    assert session._run("2", hidden=True, timeout=None, record=False).error is None

@@ -82,6 +82,8 @@ LIVENESS_INTERVAL = 10.0
 CONNECT_RETRY_PAUSE = 1.0
 #: How often ``restart()`` sets a fresh kernel up again when the connection drops during setup.
 RESTART_SETUP_ATTEMPTS = 3
+#: While a fresh kernel's output stream is not yet heard, ask it for its info this often (seconds).
+IOPUB_NUDGE_INTERVAL = 0.5
 #: While a cell runs, its outputs so far are saved at most this often (seconds), so a client that
 #: dies mid-cell leaves them in the notebook.
 PARTIAL_SAVE_INTERVAL = 2.0
@@ -358,13 +360,17 @@ class NotebookSession:
         self.shutdown()
 
     # --- connecting -----------------------------------------------------------------------
-    def _connect(self) -> None:
+    def _connect(self, *, fresh: bool = False) -> None:
         """Open the kernel websocket and ask the kernel for its info, within ``CONNECT_TIMEOUT``.
 
         A kernel still starting (its imports for the models take minutes on a loaded machine)
         may not answer before the Jupyter server gives up waiting for it (``kernel_info_timeout``)
         and drops the websocket: while the kernel lives, connect again until the deadline. A
         kernel that is gone or dead, or a deadline spent, raises :class:`NotebookError` saying so.
+
+        ``fresh``: the kernel was just started (or restarted) for this session and runs nothing,
+        so it can be asked on shell: the connection is made only once its output stream is heard
+        (see :meth:`_await_iopub`).
         """
         deadline = time.monotonic() + CONNECT_TIMEOUT
         attempts = 0
@@ -382,6 +388,8 @@ class NotebookSession:
                 # running) answers there at once, not after the cell.
                 remaining = max(deadline - time.monotonic(), 0.001)
                 reply = self._request("kernel_info_request", {}, timeout=remaining, channel="control")
+                if fresh:
+                    self._await_iopub(deadline)
                 break
             except NotebookError as exc:
                 lost = self._channels is None or self._channels.closed
@@ -405,6 +413,44 @@ class NotebookSession:
         info = reply.get("language_info")
         if info:
             self._nb.metadata["language_info"] = info
+
+    def _await_iopub(self, deadline: float) -> None:
+        """Return once the kernel's output stream (iopub) reaches this websocket.
+
+        A kernel the server has just restarted, on new ports, can answer on shell and control
+        while the server's subscription to its iopub is not yet in place (ZMQ subscribes in the
+        background, and the server skips its own check when it still takes the kernel for busy
+        with the cell that killed it). A cell run then gets its reply but never its outputs or
+        its idle status. So ask for kernel_info on shell, every ``IOPUB_NUDGE_INTERVAL``, until
+        the status of one of those requests comes back on iopub; only for a kernel that runs
+        nothing (a shell request would wait behind a running cell).
+        """
+        channels = self._channels
+        assert channels is not None
+        asked: set[str] = set()
+        next_ask = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                raise NotebookError(
+                    f"kernel {self.kernel_id} answers, but its output stream (iopub) did not reach "
+                    f"this client within {CONNECT_TIMEOUT:g}s"
+                )
+            if now >= next_ask:
+                msg = channels.message("kernel_info_request", {})
+                channels.send(msg)
+                asked.add(msg["header"]["msg_id"])
+                next_ask = now + IOPUB_NUDGE_INTERVAL
+            item = channels.get(max(min(next_ask, deadline) - now, 0.0))
+            if item is None:
+                continue
+            if isinstance(item, ChannelClosed):
+                raise NotebookError(f"the kernel websocket closed: {item.reason}")
+            if isinstance(item, dict) and (item.get("parent_header") or {}).get("msg_id") in asked:
+                if item.get("channel") == "iopub":
+                    return
+                continue  # a reply to one of these requests, on shell
+            self._absorb(item)
 
     def _request(
         self, msg_type: str, content: dict[str, Any], *, timeout: float, channel: str = "shell"
@@ -821,6 +867,14 @@ class NotebookSession:
                                 "lost the connection to the kernel while the cell ran; it has "
                                 "finished, but its output did not come back"
                             )
+                        if reply is not None:
+                            # The kernel finished the cell, and its output stream has said
+                            # nothing since: its idle status (and maybe outputs) was lost.
+                            raise NotebookError(
+                                "the kernel finished the cell, but its output stream (iopub) fell "
+                                f"silent for {LIVENESS_INTERVAL:g}s before the cell's end: some "
+                                "of its outputs may be missing"
+                            )
                     continue
                 last_seen = now
                 if isinstance(item, KernelRestarted):
@@ -884,7 +938,7 @@ class NotebookSession:
         finally:
             self._busy = False
             self._live = None
-            if cell is not None and reply is None:
+            if cell is not None and (reply is None or not idle):
                 # It did not finish here (timeout, lost connection): keep what it printed so far.
                 self._nb.touch(cell)
                 with contextlib.suppress(Exception):
@@ -1141,7 +1195,7 @@ class NotebookSession:
             self._displays.clear()
             self._dead = None
             try:
-                self._connect()
+                self._connect(fresh=True)
                 self._apply_env()
                 self._load_models()
                 self.installed = []
@@ -1482,7 +1536,7 @@ def open_notebook_session(
             metadata=metadata,
         )
         session.save()
-        session._connect()
+        session._connect(fresh=True)
         session._initialise(workspace)
         session.save()
     except BaseException:
