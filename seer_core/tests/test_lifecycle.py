@@ -174,3 +174,89 @@ def test_context_manager_terminates_on_error() -> None:
         sandbox_id = sb.sandbox_id
         raise RuntimeError("boom")
     assert _listed_status(sandbox_id) is MachineStatus.TERMINATED
+
+
+def test_a_handle_in_use_sees_another_clients_terminate_at_once() -> None:
+    """A handle that ran commands checks cheaply (RunningProof) that its sandbox still runs; a
+    terminate from another client must still stop its next operation."""
+    sb = Sandbox(SandboxConfig(execution_mode=ExecutionMode.CLI)).start()
+    try:
+        sb.write_file("a.txt", "one")
+        assert sb.read_file("a.txt") == "one"  # the handle now holds a proof
+        LocalProvider().terminate(sb.sandbox_id)  # another handle, as `seer down` would
+        with pytest.raises(SandboxNotRunningError, match="terminated"):
+            sb.write_file("a.txt", "two")
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
+def test_a_handle_in_use_finds_its_supervisor_dead_and_reaps() -> None:
+    sb = Sandbox(SandboxConfig(timeout=300, execution_mode=ExecutionMode.CLI)).start()
+    try:
+        assert sb.exec("echo hi").stdout == "hi\n"  # the handle now holds a proof
+        sb.machine.start_process("sleep 600", name="sleeper")
+        pid = json.loads((sandbox_dir(sb.sandbox_id) / "meta.json").read_text())["supervisor"]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_for(lambda: not procs.alive(pid), timeout=SLOW)
+        with pytest.raises(SandboxNotRunningError, match="lost"):
+            sb.read_file("anything.txt")  # no status query first: the proof itself must fail
+        assert not procs.marked_pids(sb.sandbox_id)
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="RunningProof needs pidfds (Linux)")
+def test_running_proof_holds_until_the_record_changes_or_the_supervisor_exits() -> None:
+    from seer.providers.local.sandbox_dir import RunningProof, SandboxDir
+
+    sb = Sandbox(SandboxConfig(execution_mode=ExecutionMode.CLI)).start()
+    try:
+        folder = SandboxDir(sb.sandbox_id)
+        proof = RunningProof.take(folder)
+        assert proof is not None and proof.holds()
+        folder.update(note="rewritten")  # any rewrite of meta.json: check in full again
+        assert not proof.holds()
+        again = RunningProof.take(folder)
+        assert again is not None and again.holds()
+        again.close()
+        assert not again.holds()  # a closed proof proves nothing
+        fresh = RunningProof.take(folder)
+        assert fresh is not None
+        LocalProvider().terminate(sb.sandbox_id)
+        assert not fresh.holds()
+        assert RunningProof.take(folder) is None  # not running: no proof to take
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="RunningProof needs pidfds (Linux)")
+def test_running_proof_is_checked_from_many_threads_at_once() -> None:
+    """Handles are shared by threads (the MCP server's tools, a notebook's writer): one proof
+    checked concurrently must answer every thread, not raise (a shared poll object would:
+    "concurrent poll() invocation"), which left a notebook restart hanging."""
+    import threading
+
+    from seer.providers.local.sandbox_dir import RunningProof, SandboxDir
+
+    sb = Sandbox(SandboxConfig(execution_mode=ExecutionMode.CLI)).start()
+    try:
+        proof = RunningProof.take(SandboxDir(sb.sandbox_id))
+        assert proof is not None
+        answers: list[bool] = []
+        errors: list[BaseException] = []
+
+        def check() -> None:
+            try:
+                answers.extend(proof.holds() for _ in range(3000))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=check) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not errors, errors[:1]
+        assert len(answers) == 8 * 3000 and all(answers)
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)

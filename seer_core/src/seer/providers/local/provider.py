@@ -57,7 +57,13 @@ from seer.providers.base import (
 )
 from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
 from seer.providers.local.env import ensure_layer, make_sandbox_env
-from seer.providers.local.sandbox_dir import ID_PATTERN, SUPERVISOR_MODULE, SandboxDir, local_root
+from seer.providers.local.sandbox_dir import (
+    ID_PATTERN,
+    SUPERVISOR_MODULE,
+    RunningProof,
+    SandboxDir,
+    local_root,
+)
 from seer.providers.starter import starter_info
 from seer.state import RECORD_TTL, open_private, private_dir, read_json, seer_home, write_json
 
@@ -152,11 +158,20 @@ class LocalMachine(Machine):
         self.packages_installed = True
         self._env = env
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._running: RunningProof | None = None
 
     # --- commands -------------------------------------------------------------------------
     def _check_running(self) -> None:
+        """Refuse to act on a sandbox that is not running. After one full check, a
+        :class:`RunningProof` answers in two system calls until the supervisor exits or the
+        sandbox's record changes."""
+        proof = self._running  # threads share the handle: a proof is closed only once unreferenced
+        if proof is not None and proof.holds():
+            return
+        self._running = None
         if self._sb.status() is not MachineStatus.RUNNING:
             raise SandboxNotRunningError(f"sandbox {self.id} is {self._sb.meta()['status']}")
+        self._running = RunningProof.take(self._sb)
 
     def _env_for(self, env: Mapping[str, str] | None) -> dict[str, str]:
         return {**self._env, **(env or {})}
