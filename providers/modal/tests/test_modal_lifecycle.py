@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -22,20 +21,10 @@ from _modal_kit import modal_config
 from seer import Sandbox
 from seer.errors import ConfigError
 from seer.providers.base import MachineStatus
+from seer.testing import killed_client
 from seer_modal.testing import FakeModal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
-
-#: Starts a sandbox, prints its id, and waits to be killed.
-STARTER = """
-import sys, time
-sys.path.insert(0, sys.argv[1])
-from _modal_kit import modal_config
-from seer import Sandbox
-sb = Sandbox(modal_config(timeout=int(sys.argv[2]))).start(name="killed-client", quiet=True)
-print(sb.sandbox_id, flush=True)
-time.sleep(600)
-"""
 
 
 def _seer(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
@@ -49,20 +38,7 @@ def _seer(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
 
 def _killed_client(timeout: int) -> str:
     """The id of a sandbox whose starting client was then killed with SIGKILL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", STARTER, str(Path(__file__).parent), str(timeout)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().strip()
-        assert line.startswith("modal-sb-"), proc.stderr.read() if proc.poll() is not None else line
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    return line
+    return killed_client(modal_config(timeout=timeout), name="killed-client")
 
 
 def _listed(home: Path) -> dict[str, Any]:
