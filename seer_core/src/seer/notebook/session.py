@@ -379,6 +379,7 @@ class NotebookSession:
             if self._channels is not None:
                 self._channels.close()
                 self._channels = None
+            reply: dict[str, Any] | None = None
             try:
                 remaining = max(deadline - time.monotonic(), 1.0)
                 self._channels = KernelChannels(
@@ -394,6 +395,8 @@ class NotebookSession:
             except NotebookError as exc:
                 lost = self._channels is None or self._channels.closed
                 if not lost and time.monotonic() >= deadline:
+                    if reply is not None:  # it answered; exc says what else did not come in time
+                        raise
                     raise NotebookError(
                         f"kernel {self.kernel_id} did not answer within {CONNECT_TIMEOUT:g}s ({exc})"
                     ) from exc
