@@ -185,7 +185,9 @@ def test_second_start_on_the_network_volume_downloads_nothing(
         first = sb.model_handles
         python = sb.machine.python
         cache = sb.machine.model_cache_dir()
-        assert cache.startswith("/workspace/")  # on the network volume
+        # on the network volume, reached from the sandbox's folder on the pod's own disk
+        real = sb.exec(f"readlink -f {cache}", timeout=60, check=True).stdout.strip()
+        assert real.startswith("/workspace/") and not sb.machine.dir.startswith("/workspace/")
     served = hub.bytes_served
     assert served > 0 and first[0].bytes_downloaded > 0
     second_progress = RecordingProgress()

@@ -59,6 +59,7 @@ _STATUS_STYLE = {
     MachineStatus.TERMINATED: "dim",
     MachineStatus.EXPIRED: "yellow",
     MachineStatus.LOST: "red",
+    MachineStatus.STOPPED: "magenta",
 }
 
 

@@ -13,6 +13,12 @@ __all__ = ["DEFAULT_IMAGE", "RunPodOptions"]
 #: RunPod's PyTorch image: Python 3.11, CUDA, sshd started from PUBLIC_KEY.
 DEFAULT_IMAGE = "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"
 _ID = re.compile(r"^[A-Za-z0-9_-]+$")
+#: What a mount path may hold: it goes into RunPod's GraphQL as the runpod SDK writes it (unescaped),
+#: and into the pod's shell lines.
+_MOUNT = re.compile(r"^/[A-Za-z0-9._/-]+$")
+#: seer's folder on the container's disk: a sandbox's own files (its secrets, its work) when the
+#: pod mounts a network volume, which outlives the pod and is shared with other pods.
+CONTAINER_DIR = "/root/.seer"
 
 
 class RunPodOptions(BaseModel):
@@ -38,7 +44,8 @@ class RunPodOptions(BaseModel):
     network_volume_id: str | None = Field(
         None,
         description="a network volume of your account: the model cache and environments live there, "
-        "shared by every pod that mounts it (a model downloads once)",
+        "shared by every pod that mounts it (a model downloads once); a sandbox's own files never "
+        "do; refused with hidden models (the shared cache would name them)",
     )
     cpu_instance_id: str | None = Field(
         None, description="the CPU instance for gpu=None pods (RunPod's default)"
@@ -49,15 +56,17 @@ class RunPodOptions(BaseModel):
     @field_validator("image")
     @classmethod
     def _check_image(cls, value: str) -> str:
-        if not value.strip() or any(c.isspace() or c == '"' for c in value):
+        if not value.strip() or any(c.isspace() or c in '"\\' or not c.isprintable() for c in value):
             raise ValueError(f"{value!r} is not an image reference")
         return value
 
     @field_validator("volume_mount_path")
     @classmethod
     def _check_mount(cls, value: str) -> str:
-        if not posixpath.isabs(value) or posixpath.normpath(value) == "/":
-            raise ValueError(f"expected an absolute path other than '/', got {value!r}")
+        if not _MOUNT.match(value) or posixpath.normpath(value) == "/" or ".." in value.split("/"):
+            raise ValueError(
+                f"expected an absolute path other than '/' of letters, digits and . _ - / only, got {value!r}"
+            )
         return posixpath.normpath(value)
 
     @field_validator("network_volume_id", "cpu_instance_id")
@@ -75,8 +84,16 @@ class RunPodOptions(BaseModel):
         return value
 
     def base_dir(self) -> str:
-        """seer's folder in the pod: on the volume when there is one (so caches outlive the pod
-        on a network volume), else on the container's disk."""
+        """seer's folder in the pod, where sandboxes live: on the pod's own volume when it has
+        one (it goes with the pod), else on the container's disk. Never on a network volume: that
+        outlives the pod and other pods mount it, so a sandbox's secrets and work stay off it."""
+        if self.volume_gb and not self.network_volume_id:
+            return posixpath.join(self.volume_mount_path, ".seer")
+        return CONTAINER_DIR
+
+    def shared_dir(self) -> str:
+        """Where the caches every sandbox of the pod shares live (the model cache, environments,
+        seer's runtime): on the volume when there is one, so a network volume's outlive the pod."""
         if self.network_volume_id or self.volume_gb:
             return posixpath.join(self.volume_mount_path, ".seer")
-        return "/root/.seer"
+        return CONTAINER_DIR

@@ -24,22 +24,24 @@ config; without one, nothing is attempted.
 from __future__ import annotations
 
 import contextlib
+import posixpath
 import re
 import secrets
+import shlex
 import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
 from seer.config import GPU_CATALOGUE, SandboxConfig
-from seer.errors import ConfigProblem, SandboxError, SandboxNotFoundError
+from seer.errors import ConfigProblem, SandboxError, SandboxNotFoundError, SandboxNotRunningError
 from seer.ids import check_sandbox_id
 from seer.providers.base import Availability, Capabilities, MachineInfo, MachineSpec, MachineStatus, Provider
 from seer.providers.kit import Ledger
 from seer.state import private_dir, seer_home
 from seer_ssh.connection import Connection, HostKeyError, SshConnectError, connect
 from seer_ssh.forward import stop_forwards
-from seer_ssh.machine import SshMachine, provision
+from seer_ssh.machine import SshMachine, agent, provision
 from seer_ssh.options import SshOptions
 
 from seer_runpod import api
@@ -51,8 +53,16 @@ __all__ = ["RunPodMachine", "RunPodProvider"]
 TERMINATE_SOURCE = resources.files("seer_runpod").joinpath("watchdog.py").read_text()
 #: Pods seer makes are named ``seer-<sandbox id>``.
 _POD_NAME = re.compile(r"^seer-(runpod-[0-9a-f]{12})$")
-#: Characters the runpod SDK cannot send in an env value (it writes them into GraphQL unescaped).
+#: Characters the runpod SDK cannot send in a value (it writes them into GraphQL unescaped).
 _UNSENDABLE = ('"', "\\", "\n", "\r")
+#: The caches a pod's sandboxes share, under :meth:`RunPodOptions.shared_dir` (see ``_share``).
+_SHARED = ("hf-hub", "envs", "runtime")
+#: What RunPod calls a stopped pod (``podStop``): its container ended, the pod not terminated.
+_STOPPED = "EXITED"
+
+
+def _unsendable(value: str) -> bool:
+    return any(c in value for c in _UNSENDABLE) or not value.isprintable()
 
 
 def _folder(what: str) -> Path:
@@ -127,22 +137,51 @@ class RunPodMachine(SshMachine):
 
     provider_name = "runpod"
 
-    def _pod_running(self) -> bool | None:
-        """Whether the API says the pod runs (None: the API cannot be asked)."""
+    def _pod_state(self) -> str | None:
+        """The pod's ``desiredStatus`` as the API says it (``RUNNING``, ``EXITED``: stopped), or
+        ``GONE`` (terminated), or None: the API cannot be asked."""
         pod_id = self.record.get("pod_id")
         try:
             pod = api.sdk().get_pod(pod_id) if pod_id else None
         except Exception:
             return None
-        return pod is not None and pod.get("desiredStatus") == "RUNNING"
+        return str(pod.get("desiredStatus")) if pod is not None else "GONE"
 
     def gone(self) -> bool:
-        return self._pod_running() is False
+        return self._pod_state() not in (None, "RUNNING")
 
     def status(self) -> MachineStatus:
-        if self._pod_running() is False:
+        state = self._pod_state()
+        if state == _STOPPED:
+            return MachineStatus.STOPPED
+        if state not in (None, "RUNNING"):
             return LEDGER.settle(self.id, self.expires_at)
         return super().status()
+
+    def not_running(self) -> SandboxNotRunningError:
+        if self._pod_state() == _STOPPED:
+            return SandboxNotRunningError(
+                f"sandbox {self.id}: its pod {self.record.get('pod_id')} is stopped (RunPod's EXITED), so "
+                "nothing in it can be reached or copied; resume it in RunPod's console to copy what "
+                f"you need, or `seer down --force {self.id}` to terminate it"
+            )
+        return super().not_running()
+
+
+class _KeylessConnection(Connection):
+    """The connection of a sandbox this seer home did not start: it has no SSH key for the pod,
+    so every use fails, saying so (the sandbox can still be listed and terminated by the API)."""
+
+    def __init__(self, options: SshOptions, sandbox_id: str):
+        super().__init__(options)
+        self.sandbox_id = sandbox_id
+
+    def _connect(self) -> None:
+        raise SshConnectError(
+            f"this seer home has no SSH key for sandbox {self.sandbox_id}'s pod (it was started from "
+            "another seer home, which alone can reach it); terminating it from here with "
+            f"`seer down --force {self.sandbox_id}` deletes what is in it without a copy"
+        )
 
 
 class RunPodProvider(Provider):
@@ -181,6 +220,7 @@ class RunPodProvider(Provider):
         problems = super().check_config(config)
         if any(p.field in ("provider", "gpu", "gpu_count") for p in problems):
             return problems
+        problems += _hidden_problems(config)
         for i, _pkg in enumerate(config.system_packages):
             problems.append(
                 ConfigProblem(
@@ -202,13 +242,20 @@ class RunPodProvider(Provider):
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> RunPodMachine:
         options: RunPodOptions = spec.options or RunPodOptions()
+        if spec.private_model_cache and options.network_volume_id:
+            raise SandboxError(_HIDDEN_ON_VOLUME)
         for name, value in {**spec.env, **spec.secrets}.items():
-            if any(c in value for c in _UNSENDABLE):
+            if _unsendable(name) or _unsendable(value):
                 what = "secret" if name in spec.secrets else "env"
                 raise SandboxError(
                     f"{what} {name}: its value holds a quote, backslash or newline, which the runpod "
                     "SDK cannot send as pod environment"
                 )
+        # the runpod SDK writes these into its GraphQL as they are: checked by the options too
+        for option in ("image", "volume_mount_path", "network_volume_id", "cpu_instance_id"):
+            value = getattr(options, option)
+            if value is not None and _unsendable(value):
+                raise SandboxError(f"provider_options.{option}: {value!r} cannot be sent to RunPod's API")
         runpod = api.sdk()
         gpu_id = None
         if spec.gpu is not None:
@@ -260,6 +307,7 @@ class RunPodProvider(Provider):
         LEDGER.update(sandbox_id, pod_id=pod_id)
         spec.report(f"pod {pod_id}: waiting for its SSH port")
         conn, ssh = self._reach(runpod, sandbox_id, pod_id, options)
+        _share(conn, options)
         machine = provision(  # RunPodMachine, as asked
             conn,
             RunPodMachine,
@@ -299,11 +347,33 @@ class RunPodProvider(Provider):
         return RunPodMachine(connect_lazily(ssh), sandbox_id, record, LEDGER)
 
     def attach(self, machine_id: str) -> RunPodMachine:
+        """The sandbox: from this client's ledger (reached over SSH with the pod's key), else
+        found on the account by its pod's name (any seer home with the API key), which can be
+        listed and terminated but not reached: the pod's SSH key is the starting home's."""
         check_sandbox_id(machine_id, type(self))
         record = LEDGER.read(machine_id)
-        if record is None or not record.get("ssh"):
-            raise SandboxNotFoundError(f"no runpod sandbox {machine_id!r} made by this client")
-        return self._machine(machine_id, record)
+        if record is not None and record.get("ssh"):
+            return self._machine(machine_id, record)
+        pods = self._seer_pods().get(machine_id)
+        if not pods:
+            raise SandboxNotFoundError(f"no runpod sandbox {machine_id!r} on this RunPod account")
+        pod = pods[0]
+        env = _pod_env(pod)
+        options = RunPodOptions(
+            volume_mount_path=str(pod.get("volumeMountPath") or "/workspace"),
+            volume_gb=int(float(pod.get("volumeInGb") or 0)),
+            network_volume_id=pod.get("networkVolumeId") or None,
+        )
+        host, port = _ssh_address(pod) or (f"{pod['id']}.pod.invalid", 22)
+        ssh = _ssh_options(machine_id, host, port, options)
+        found = {
+            **(record or {}),
+            "base": options.base_dir(),
+            "pod_id": pod["id"],
+            "name": env.get("SEER_SANDBOX_NAME") or machine_id,
+            "expires_at": float(env["SEER_EXPIRES_AT"]) if env.get("SEER_EXPIRES_AT") else None,
+        }
+        return RunPodMachine(_KeylessConnection(ssh, machine_id), machine_id, found, LEDGER)
 
     def _seer_pods(self) -> dict[str, list[dict[str, Any]]]:
         """seer's pods on the account, by sandbox id."""
@@ -324,8 +394,13 @@ class RunPodProvider(Provider):
             record = LEDGER.read(sandbox_id) or {}
             created = float(record.get("created_at") or now - uptime)
             cost_per_hr = float(pod.get("costPerHr") or 0)
-            running = pod.get("desiredStatus") == "RUNNING"
-            status = MachineStatus.RUNNING if running else LEDGER.ended_status(record, None)
+            state = pod.get("desiredStatus")
+            if state == "RUNNING":
+                status = MachineStatus.RUNNING
+            elif state == _STOPPED:  # stopped, not terminated: it still holds (and bills for) a pod
+                status = MachineStatus.STOPPED
+            else:
+                status = LEDGER.ended_status(record, None)
             live.append(
                 MachineInfo(
                     sandbox_id,
@@ -338,6 +413,7 @@ class RunPodProvider(Provider):
                         **record.get("labels", {}),
                         "seer.name": env.get("SEER_SANDBOX_NAME") or record.get("name") or sandbox_id,
                         "runpod.pod_id": str(pod.get("id")),
+                        "runpod.pod_status": str(state),
                         "runpod.gpu": _gpu_label(pod),
                         "runpod.cost_per_hr": f"{cost_per_hr:.3f}",
                         "runpod.cost_so_far": f"{cost_per_hr * uptime / 3600:.4f}",
@@ -356,12 +432,65 @@ class RunPodProvider(Provider):
             runpod.terminate_pod(pod_id)
 
     def terminate(self, machine_id: str) -> None:
+        """End the sandbox, then its pod. Its notebooks and outputs were copied to the client
+        first (``Sandbox.terminate``); here, while the pod runs and this home holds its key, the
+        sandbox's folder (secrets, hidden models' copies, work) is removed in the pod before the
+        pod is terminated. Whatever else happens, nothing of it is on a network volume: it lives on
+        the pod's own disk, which goes with the pod."""
         check_sandbox_id(machine_id, type(self))
         LEDGER.end(machine_id, MachineStatus.TERMINATED)
         stop_forwards(self.name, machine_id)
+        with contextlib.suppress(Exception):  # the pod may be stopped, gone or unreachable
+            self._end_in_pod(machine_id)
         self._terminate_pods(machine_id)
         with contextlib.suppress(OSError):
             (_folder("keys") / machine_id).unlink(missing_ok=True)
+
+    def _end_in_pod(self, machine_id: str) -> None:
+        """The remote agent's ``end``: the sandbox's processes killed, its folder removed."""
+        record = LEDGER.read(machine_id) or {}
+        if not (record.get("ssh") and record.get("base") and (_folder("keys") / machine_id).is_file()):
+            return
+        pod = api.sdk().get_pod(record["pod_id"]) if record.get("pod_id") else None
+        if pod is not None and pod.get("desiredStatus") == "RUNNING":
+            conn = connect(SshOptions.model_validate(record["ssh"]))
+            agent(conn, "end", record["base"], machine_id, "terminated", timeout=60)
+
+
+#: Why hidden models and a network volume do not go together.
+_HIDDEN_ON_VOLUME = (
+    "a sandbox with hidden models cannot mount a network volume: every pod on the volume, root as "
+    "the agent is, reads its shared model cache, whose folders name the models cached there "
+    "(models--<org>--<name>) and whose files match a hidden copy byte for byte, so the agent could "
+    "identify its hidden model. Leave network_volume_id out (the hidden model is then downloaded "
+    "into the pod's own disk, removed with the pod)"
+)
+
+
+def _hidden_problems(config: SandboxConfig) -> list[ConfigProblem]:
+    if not any(m.hidden for m in config.models):
+        return []
+    options = config.provider_options or {}
+    if not options.get("network_volume_id"):
+        return []
+    return [ConfigProblem("provider_options.network_volume_id", _HIDDEN_ON_VOLUME)]
+
+
+def _share(conn: Connection, options: RunPodOptions) -> None:
+    """Lay out seer's folders in a new pod: the shared caches (:data:`_SHARED`) on the volume,
+    reached from the sandboxes' folder (:meth:`RunPodOptions.base_dir`) by symbolic links when
+    that is elsewhere (a network volume: a sandbox's own files stay on the pod's disk)."""
+    base, shared = options.base_dir(), options.shared_dir()
+    if base == shared:
+        return
+    lines = [f"mkdir -p -m 700 {shlex.quote(base)} {shlex.quote(shared)}"]
+    for name in _SHARED:
+        target, link = posixpath.join(shared, name), posixpath.join(base, name)
+        target, link = shlex.quote(target), shlex.quote(link)
+        lines.append(f"mkdir -p -m 700 {target} && ln -sfn {target} {link}")
+    code, out, err = conn.run(" && ".join(lines), timeout=60)
+    if code != 0:
+        raise SandboxError(f"could not lay out seer's folders in the pod: {(err or out).strip()[-500:]}")
 
 
 def connect_lazily(options: SshOptions) -> Connection:

@@ -6,6 +6,7 @@ The key is the pod's own (RunPod gives every pod one in ``RUNPOD_API_KEY``; it r
 only); from a shell that lacks it, it is read from the pod's first process. The API's URL is the
 one the client used (``RUNPOD_API_BASE_URL``), passed in: real pods get no variable naming it.
 Retried with back-off, for an API that is briefly away: a pod left running bills by the hour.
+The pod's id is sent as a GraphQL variable, never written into the query.
 """
 
 import json
@@ -31,7 +32,14 @@ def pod_key() -> str | None:
 
 
 def terminate(url: str, pod_id: str, attempts: int = 12) -> int:
-    body = json.dumps({"query": f'mutation {{ podTerminate(input: {{podId: "{pod_id}"}}) }}'}).encode()
+    # the pod's id goes as a GraphQL variable, never into the query's text
+    body = json.dumps(
+        {
+            "query": "mutation SeerTerminate($podId: String!) { podTerminate(input: {podId: $podId}) }",
+            "variables": {"podId": pod_id},
+            "operationName": "SeerTerminate",
+        }
+    ).encode()
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {pod_key()}"}
     for attempt in range(attempts):
         try:

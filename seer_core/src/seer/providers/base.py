@@ -57,11 +57,15 @@ class MachineStatus(enum.StrEnum):
     TERMINATED = "terminated"  #: terminate() was called
     EXPIRED = "expired"  #: its timeout passed and it tore itself down
     LOST = "lost"  #: it died without tearing down (seer cleaned up what it found)
+    #: its machine was stopped (not ended) outside seer, e.g. a RunPod pod stopped through the
+    #: API: it may still bill and can be resumed, so it is listed and terminated like a live one
+    STOPPED = "stopped"
 
     @property
     def alive(self) -> bool:
-        """Running or starting: the machine can still do work (or soon will)."""
-        return self in (MachineStatus.RUNNING, MachineStatus.STARTING)
+        """Running, starting or stopped: the machine still exists (it can do work, soon will,
+        or could again), so ``seer ls`` lists it and ``seer down`` ends it."""
+        return self in (MachineStatus.RUNNING, MachineStatus.STARTING, MachineStatus.STOPPED)
 
 
 @dataclass(frozen=True)
