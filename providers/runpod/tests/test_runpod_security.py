@@ -64,12 +64,29 @@ def test_a_later_pod_on_the_network_volume_finds_nothing_of_earlier_sandboxes(
     monkeypatch.setenv("SEER_TEST_SECRET", SECRET)
     monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "outputs"))
     config = _config(volume, secrets=["SEER_TEST_SECRET"])
+    # what each pod holds of its sandbox at the moment RunPod is asked to terminate it
+    at_termination: dict[str, str] = {}
+    terminate = fake_runpod.terminate
+
+    def observed(pod_id: str, caller: str) -> None:
+        pod = fake_runpod.pods[pod_id]
+        if pod.host is not None:
+            folder = f"/root/.seer/sandboxes/{pod.name.removeprefix('seer-')}"
+            at_termination[pod.name] = pod.host.exec_as_root(f"ls -A {folder}").stdout
+        terminate(pod_id, caller)
+
+    monkeypatch.setattr(fake_runpod, "terminate", observed)
     # one sandbox is terminated by its client, which keeps a copy of its notebooks and outputs ...
     with Sandbox(config).start(name="terminated") as sb:
         terminated = sb.sandbox_id
         assert sb.exec("printenv SEER_TEST_SECRET", timeout=60).stdout == f"{SECRET}\n"
         sb.exec(_WORK.replace("{tag}", "terminated"), timeout=60, check=True)
         mount = sb.exec("cd /workspace && pwd -P", timeout=60).stdout.strip()
+        # the account's API key never reaches the pod (it has a key of its own)
+        seen = sb.exec("cat /proc/1/environ; env; cat /root/.seer/sandboxes/*/env.sh", timeout=60).stdout
+        assert fake_runpod.api_key not in seen and SECRET in seen
+    # its folder was emptied in the pod (secrets, work) before the pod was terminated
+    assert at_termination[f"seer-{terminated}"].split() == [".lock", "meta.json"]
     # ... another ends itself at its timeout with no client (its pod terminates itself); its start
     # reuses the environment the first built on the volume, so its timeout can be short
     expiring = killed_client(_config(volume, timeout=45, secrets=["SEER_TEST_SECRET"]), name="expiring")
@@ -81,6 +98,7 @@ def test_a_later_pod_on_the_network_volume_finds_nothing_of_earlier_sandboxes(
     ended = lambda: expiring_pod.terminated_by is not None  # noqa: E731
     wait_for(ended, timeout=120, what="the pod to end itself", interval=0.5)
     assert expiring_pod.terminated_by == f"pod:{expiring_pod.id}"
+    assert at_termination[f"seer-{expiring}"].split() == [".lock", "meta.json"]
     # a second pod on the same volume, root as every agent is, reads what the first two left
     with Sandbox(_config(volume)).start(name="reader") as reader:
         found = reader.exec(

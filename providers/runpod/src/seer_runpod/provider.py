@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import ValidationError
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import ConfigProblem, SandboxError, SandboxNotFoundError, SandboxNotRunningError
 from seer.ids import check_sandbox_id
@@ -123,6 +124,13 @@ def _pod_env(pod: dict[str, Any]) -> dict[str, str]:
         key, _, value = str(item).partition("=")
         out[key] = value
     return out
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
 
 
 def _gpu_label(pod: dict[str, Any]) -> str:
@@ -359,11 +367,14 @@ class RunPodProvider(Provider):
             raise SandboxNotFoundError(f"no runpod sandbox {machine_id!r} on this RunPod account")
         pod = pods[0]
         env = _pod_env(pod)
-        options = RunPodOptions(
-            volume_mount_path=str(pod.get("volumeMountPath") or "/workspace"),
-            volume_gb=int(float(pod.get("volumeInGb") or 0)),
-            network_volume_id=pod.get("networkVolumeId") or None,
-        )
+        try:
+            options = RunPodOptions(
+                volume_mount_path=str(pod.get("volumeMountPath") or "/workspace"),
+                volume_gb=int(float(pod.get("volumeInGb") or 0)),
+                network_volume_id=pod.get("networkVolumeId") or None,
+            )
+        except (ValidationError, ValueError, TypeError):
+            options = RunPodOptions()
         host, port = _ssh_address(pod) or (f"{pod['id']}.pod.invalid", 22)
         ssh = _ssh_options(machine_id, host, port, options)
         found = {
@@ -371,7 +382,7 @@ class RunPodProvider(Provider):
             "base": options.base_dir(),
             "pod_id": pod["id"],
             "name": env.get("SEER_SANDBOX_NAME") or machine_id,
-            "expires_at": float(env["SEER_EXPIRES_AT"]) if env.get("SEER_EXPIRES_AT") else None,
+            "expires_at": _float(env.get("SEER_EXPIRES_AT")),
         }
         return RunPodMachine(_KeylessConnection(ssh, machine_id), machine_id, found, LEDGER)
 
