@@ -557,6 +557,31 @@ def test_hidden_fetch_error_does_not_name_the_model(hub: Any) -> None:
     assert not hidden_hits(str(err.value).replace("hidden model", ""))
 
 
+def test_hidden_adapter_without_is_peft_is_refused_before_any_kernel(hub: Any) -> None:
+    """Without ``is_peft`` a hidden adapter would reach the kernel with its base model's id
+    scrubbed ("hidden-model is not a valid model identifier"): the fetch refuses it, naming the
+    field and the fix, without naming the model."""
+    with pytest.raises(SandboxStartError) as err:
+        Sandbox(_online(hub, [{"name": HIDDEN_ADAPTER_ID, "hidden": True}])).start()
+    assert err.value.step == "models"
+    text = str(err.value)
+    assert "models[0]" in text and "is_peft=True" in text and "base_model" in text, text
+    assert not hidden_hits(text.replace("hidden model", ""))
+
+
+def test_hidden_local_adapter_without_is_peft_is_a_config_error(dirs: TinyDirs) -> None:
+    from seer.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        SandboxConfig(models=[{"name": str(dirs.hidden_adapter), "hidden": True}])
+    assert [p.field for p in err.value.problems] == ["models[0].is_peft"]
+    assert "is_peft=True and base_model" in str(err.value)
+    # as a whole model, or declared as the adapter it is, it is accepted
+    SandboxConfig(models=[{"name": str(dirs.model), "hidden": True}])
+    adapter = {"name": str(dirs.hidden_adapter), "hidden": True, "is_peft": True}
+    SandboxConfig(models=[{**adapter, "base_model": str(dirs.model)}])
+
+
 # --- a fetcher that leaves no result says how it ended ---------------------------------------
 class _KilledFetchMachine:
     """A machine whose fetcher is SIGKILLed (exit 137, no output) and that is ``status`` after."""
