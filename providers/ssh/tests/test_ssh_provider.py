@@ -173,6 +173,34 @@ def test_dropped_connection_during_exec_is_a_clear_error_and_leaves_no_process(
     assert sandbox.status is MachineStatus.RUNNING
 
 
+def test_dropped_connection_during_an_upload_is_connection_lost_and_leaves_no_partial_file(
+    box: Box, sandbox: Sandbox
+) -> None:
+    workdir = sandbox.machine.workdir
+    partial = f"{workdir}/upload.bin.seer-tmp"
+
+    def drop_once_the_upload_began() -> None:
+        # on the host itself: wait (bounded) for the partial file, then drop every connection
+        box.host.exec_as_root(f"for i in $(seq 2000); do [ -e {partial} ] && break; sleep 0.01; done")
+        box.host.drop_connections()
+
+    dropper = threading.Thread(target=drop_once_the_upload_began)
+    dropper.start()
+    try:
+        with pytest.raises(ConnectionLost) as info:
+            sandbox.write_file("upload.bin", os.urandom(128 << 20))
+    finally:
+        dropper.join()
+    message = str(info.value)
+    assert "dropped while a file was written" in message and sandbox.sandbox_id in message
+    assert "upload.bin" in message
+    listing = box.host.exec_as_root(f"ls -a {workdir}").check().stdout.split()
+    assert "upload.bin.seer-tmp" not in listing and "upload.bin" not in listing, listing
+    # the next upload reconnects
+    sandbox.write_file("upload.bin", b"again")
+    assert sandbox.read_bytes("upload.bin") == b"again"
+
+
 def test_services_stay_on_the_remote_loopback(box: Box, sandbox: Sandbox) -> None:
     """A forwarded port's connections reach the service from sshd: they travel over SSH."""
     import socket
