@@ -370,3 +370,68 @@ def test_second_start_downloads_nothing_and_reuses_the_environment(box: Box, hub
     assert cache_after == cache_bytes
     assert any("is there: reused" in line for line in second_progress.lines), second_progress.lines
     assert not any(line.startswith("building a Python environment") for line in second_progress.lines)
+
+
+# --- hardening: what a failed or killed start leaves, and the folders' modes -------------------
+@pytest.fixture
+def own_base(box: Box) -> Iterator[str]:
+    """A seer folder on the host of this test's own (the others' stay untouched), removed after."""
+    base = f"/home/seer/.seer-{secrets.token_hex(4)}"
+    try:
+        yield base
+    finally:
+        box.host.exec_as_root(f"rm -rf {base}")
+
+
+class KillingProgress(RecordingProgress):
+    """SIGKILLs the host's processes of an environment build (the agent building it first, so it
+    cannot clean up, then what it runs) as soon as the start reports that it builds one."""
+
+    def __init__(self, box: Box, base: str, requirement: str):
+        super().__init__()
+        self.box, self.base, self.requirement = box, base, requirement
+        self.killed: list[int] = []
+
+    def update(self, text: str) -> None:
+        super().update(text)
+        if text.startswith("building a Python environment") and not self.killed:
+            found = [(pid, cmd) for pid, cmd in self.box.host.user_processes()]
+            agents = [pid for pid, cmd in found if self.requirement in cmd and " env " in cmd]
+            builds = [pid for pid, cmd in found if f"{self.base}/envs/" in cmd and pid not in agents]
+            self.killed = agents + builds
+            self.box.host.exec_as_root(["kill", "-KILL", *map(str, self.killed)])
+
+
+def _partial_envs(box: Box, base: str) -> list[str]:
+    script = f"cd {base}/envs && for d in */; do [ -e $d.seer-env-complete ] || echo ${{d%/}}; done"
+    return box.host.exec_as_root(script, user="seer").stdout.split()
+
+
+def test_an_environment_build_killed_half_way_is_removed_by_the_next_start(box: Box) -> None:
+    base = "/home/seer/.seer"
+    # a package set of its own (any six satisfies it): its environment is built here, and killed
+    packages = [f"six>=0.0.{secrets.randbelow(10**6)}"]
+    killing = KillingProgress(box, base, packages[0])
+    with pytest.raises(SandboxError):
+        Sandbox(box.config(timeout=300, python_packages=packages), progress=killing).start(
+            name="killed-build"
+        )
+    assert killing.killed, killing.lines
+    assert len(_partial_envs(box, base)) == 1, "the killed build left its half-made environment"
+    # the next start on the host (another package set) removes it
+    with Sandbox(box.config(timeout=300)).start(name="after-killed-build") as sb:
+        assert sb.exec("echo ok").stdout == "ok\n"
+    assert _partial_envs(box, base) == []
+    # seer's shared folders are the user's alone (the model cache names the models it holds)
+    modes = box.host.exec_as_root(f"stat -c '%n %a' {base}/hf-hub {base}/runtime").stdout
+    assert modes.split() == [f"{base}/hf-hub", "700", f"{base}/runtime", "700"], modes
+
+
+def test_a_folder_that_cannot_be_made_fails_the_start_naming_it(box: Box, own_base: str) -> None:
+    # a file where seer's runtime folder goes: mkdir -p fails there
+    box.host.exec_as_root(f"mkdir -p {own_base} && touch {own_base}/runtime", user="seer").check()
+    config = box.config(timeout=300, provider_options={"base_dir": own_base})
+    with pytest.raises(SandboxError) as info:
+        Sandbox(config).start(name="no-folder")
+    assert "could not make seer's folders" in str(info.value) and f"{own_base}/runtime" in str(info.value)
+    assert not [cmd for _, cmd in box.host.user_processes() if own_base in cmd], "nothing left running"

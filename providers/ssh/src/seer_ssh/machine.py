@@ -355,7 +355,15 @@ def provision(
     machine.start_watchdog(spec.timeout, [*end, "--", *then] if then else end)
     wheel = runtime_wheel()
     remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
-    conn.run(f"mkdir -p {shlex.quote(posixpath.dirname(remote_wheel))} {shlex.quote(cache)}")
+    folders = [posixpath.dirname(remote_wheel), cache]
+    # 0700: the model cache names the models it holds; no other user of the host need read it
+    made = shlex.join(folders)
+    code, out, err = conn.run(f"umask 077 && mkdir -p {made} && chmod 700 {made}")
+    if code != 0:
+        raise SandboxError(
+            f"could not make seer's folders {', '.join(folders)} on {conn.options.address}: "
+            + ((err.strip() or out.strip() or f"exit {code}").splitlines() or [""])[-1]
+        )
     try:
         conn.sftp(lambda sftp: sftp.stat(remote_wheel))
     except FileNotFoundError:
