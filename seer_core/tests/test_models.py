@@ -366,14 +366,21 @@ def test_a_served_interface_finds_a_hidden_model_by_its_name(offline: dict[str, 
 
     interface = tmp_path / "finder.py"
     interface.write_text(
+        "import os\n"
         "@expose\n"
         "def paths() -> dict:\n"
         f"    return {{'name': get_model_path({HIDDEN_ADAPTER_ID!r}),\n"
-        "            'var_name': get_model_path('secret')}\n"
+        "            'var_name': get_model_path('secret'), 'pid': os.getpid()}\n"
     )
     with ScopedSandbox(SandboxConfig(models=three_models(), timeout=300)).start() as scoped:
         out = scoped.serve(interface, expose_as=None).client().call("paths")
         secret = scoped.model_handles[2]
+        key = scoped._services["models_key"]
+        # The key reached the server in a file it deleted once read, not in its environment,
+        # which /proc/<pid>/environ shows to every process of the user (another sandbox's agent).
+        environ = Path(f"/proc/{out.pop('pid')}/environ").read_bytes()
+        assert key.encode() not in environ and b"SEER_MODELS_KEY" not in environ
+        assert not list(Path(scoped.machine.resolve(".seer/rpc")).glob("*.models-key"))
     assert out == {"name": secret.path, "var_name": secret.path}
 
 
