@@ -122,6 +122,24 @@ def test_no_gpu_on_the_host_is_refused_before_anything_is_made(box: Box) -> None
     assert _remote_sandboxes(box) == before
 
 
+def test_hidden_models_are_refused_unless_the_config_accepts_that_they_are_not_isolated(box: Box) -> None:
+    """Every sandbox on an ssh host runs as the login user, who can read the shared model cache
+    (and other sandboxes): a hidden model's identity cannot be kept there, so it is refused
+    before anything is made, naming why and the way out."""
+    models = [{"name": "org/visible"}, {"name": "org/secret", "hidden": True, "var_name": "secret"}]
+    before = _remote_sandboxes(box)
+    with pytest.raises(ConfigError) as info:
+        Sandbox(box.config(models=models)).start()
+    assert info.value.fields == ["models[1].hidden"]
+    message = str(info.value)
+    assert "cannot hide a model's identity" in message and "hf-hub" in message
+    assert "allow_unisolated_hidden_models=True" in message and "docker" in message
+    assert _remote_sandboxes(box) == before
+    accepted = box.config(models=models, provider_options={"allow_unisolated_hidden_models": True})
+    assert SshProvider.check_config(accepted) == []
+    assert not SshProvider.capabilities.hides_models  # so core warns when it runs anyway
+
+
 def test_missing_options_are_named(box: Box) -> None:
     with pytest.raises(ConfigError) as info:
         Sandbox(box.config(provider_options={"port": 0, "base_dir": "relative"})).start()
@@ -199,6 +217,19 @@ def test_dropped_connection_during_an_upload_is_connection_lost_and_leaves_no_pa
     # the next upload reconnects
     sandbox.write_file("upload.bin", b"again")
     assert sandbox.read_bytes("upload.bin") == b"again"
+
+
+def test_sandboxes_on_one_host_share_the_login_user_as_the_docs_say(
+    box: Box, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit docs/security.md states: one sandbox's agent reads another's secrets and the
+    shared model cache (hence hidden models are refused on ssh, above)."""
+    value = f"s3cret-{secrets.token_hex(4)}"
+    monkeypatch.setenv("SEER_TEST_SECRET", value)
+    with Sandbox(box.config(timeout=300, secrets=["SEER_TEST_SECRET"])).start(name="neighbour") as other:
+        env_file = other.machine.env_file
+        assert value in sandbox.exec(["cat", env_file], check=True).stdout
+    assert sandbox.exec(["ls", sandbox.machine.model_cache_dir()]).ok
 
 
 def test_services_stay_on_the_remote_loopback(box: Box, sandbox: Sandbox) -> None:
