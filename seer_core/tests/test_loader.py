@@ -322,6 +322,25 @@ def test_a_yaml_alias_bomb_is_refused_in_under_a_second(
     assert "provider_options.l" in outcome  # names the anchor where it blew past the limit
 
 
+def test_a_huge_config_file_is_refused_for_its_size_not_called_an_alias_bomb(tmp_path: Path) -> None:
+    """20 MB of plain YAML (no alias): refused by its size, before any parsing, saying so."""
+    path = tmp_path / "huge.yaml"
+    line = "  K{}: " + "v" * 60 + "\n"
+    path.write_text("env:\n" + "".join(line.format(i) for i in range(300_000)))
+    assert path.stat().st_size > 20_000_000
+    [problem] = _error(path).problems
+    assert problem.file == str(path)
+    assert "MiB, over the 1.0 MiB a config file may be" in problem.message, problem.message
+    assert "alias" not in problem.message and "billion" not in problem.message
+
+
+def test_too_many_values_without_aliases_are_not_called_an_alias_bomb(tmp_path: Path) -> None:
+    path = write(tmp_path / "many.yaml", "python_packages: [" + ",".join(["x"] * 100_001) + "]\n")
+    [problem] = _error(path).problems
+    assert problem.field == "python_packages" and "holds more than 100,000 values" in problem.message
+    assert "alias" not in problem.message
+
+
 @pytest.mark.parametrize(
     ("text", "field", "line"),
     [

@@ -366,14 +366,21 @@ def test_a_served_interface_finds_a_hidden_model_by_its_name(offline: dict[str, 
 
     interface = tmp_path / "finder.py"
     interface.write_text(
+        "import os\n"
         "@expose\n"
         "def paths() -> dict:\n"
         f"    return {{'name': get_model_path({HIDDEN_ADAPTER_ID!r}),\n"
-        "            'var_name': get_model_path('secret')}\n"
+        "            'var_name': get_model_path('secret'), 'pid': os.getpid()}\n"
     )
     with ScopedSandbox(SandboxConfig(models=three_models(), timeout=300)).start() as scoped:
         out = scoped.serve(interface, expose_as=None).client().call("paths")
         secret = scoped.model_handles[2]
+        key = scoped._services["models_key"]
+        # The key reached the server in a file it deleted once read, not in its environment,
+        # which /proc/<pid>/environ shows to every process of the user (another sandbox's agent).
+        environ = Path(f"/proc/{out.pop('pid')}/environ").read_bytes()
+        assert key.encode() not in environ and b"SEER_MODELS_KEY" not in environ
+        assert not list(Path(scoped.machine.resolve(".seer/rpc")).glob("*.models-key"))
     assert out == {"name": secret.path, "var_name": secret.path}
 
 
@@ -555,6 +562,31 @@ def test_hidden_fetch_error_does_not_name_the_model(hub: Any) -> None:
         Sandbox(_online(hub, [{"name": "secret-org/hidden-adaptr", "hidden": True}])).start()
     assert "models[0]" in str(err.value) and "not found" in str(err.value)
     assert not hidden_hits(str(err.value).replace("hidden model", ""))
+
+
+def test_hidden_adapter_without_is_peft_is_refused_before_any_kernel(hub: Any) -> None:
+    """Without ``is_peft`` a hidden adapter would reach the kernel with its base model's id
+    scrubbed ("hidden-model is not a valid model identifier"): the fetch refuses it, naming the
+    field and the fix, without naming the model."""
+    with pytest.raises(SandboxStartError) as err:
+        Sandbox(_online(hub, [{"name": HIDDEN_ADAPTER_ID, "hidden": True}])).start()
+    assert err.value.step == "models"
+    text = str(err.value)
+    assert "models[0]" in text and "is_peft=True" in text and "base_model" in text, text
+    assert not hidden_hits(text.replace("hidden model", ""))
+
+
+def test_hidden_local_adapter_without_is_peft_is_a_config_error(dirs: TinyDirs) -> None:
+    from seer.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        SandboxConfig(models=[{"name": str(dirs.hidden_adapter), "hidden": True}])
+    assert [p.field for p in err.value.problems] == ["models[0].is_peft"]
+    assert "is_peft=True and base_model" in str(err.value)
+    # as a whole model, or declared as the adapter it is, it is accepted
+    SandboxConfig(models=[{"name": str(dirs.model), "hidden": True}])
+    adapter = {"name": str(dirs.hidden_adapter), "hidden": True, "is_peft": True}
+    SandboxConfig(models=[{**adapter, "base_model": str(dirs.model)}])
 
 
 # --- a fetcher that leaves no result says how it ended ---------------------------------------

@@ -600,3 +600,11 @@ def test_kernel_death_then_restart_sets_everything_up_again(mnb: NotebookSession
     doomed, answer, init_ran, model_type = r.stdout.split()
     assert (doomed, answer, init_ran, model_type) == ("False", "42", "1", "LlamaForCausalLM")
     assert "**model**" in mnb.model_info_text
+
+
+def test_the_local_mirror_is_private_to_the_user(nb: NotebookSession, outputs: Path) -> None:
+    """The client's copy of the notebook is 0600, as seer's records are."""
+    nb.exec("print('private')")
+    mirror = outputs / "main.ipynb"
+    assert "private" in mirror.read_text()
+    assert mirror.stat().st_mode & 0o777 == 0o600

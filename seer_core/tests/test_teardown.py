@@ -182,6 +182,9 @@ def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) 
     assert (dest / "outputs" / "table.sandbox.csv").read_text() == "x\n1\n"
     assert sorted(p.name for p in kept.beside) == ["edited.sandbox.ipynb", "table.sandbox.csv"]
     assert "2 differed from the copy already there" in kept.summary("local-x")
+    # notebooks copied to the client are private to the user, as its records are
+    for name in ("grown.ipynb", "edited.sandbox.ipynb"):
+        assert (dest / name).stat().st_mode & 0o777 == 0o600, name
     # a second copy of the same files adds nothing more
     again = keep_tree(root, dest)
     assert sorted(p.name for p in again.beside) == ["edited.sandbox.ipynb", "table.sandbox.csv"]

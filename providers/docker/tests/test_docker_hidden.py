@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from _docker_kit import docker_config
-from _model_kit import HIDDEN_ADAPTER_ID, HIDDEN_NEEDLES, MODEL_ID, tiny_dirs
+from _model_kit import HIDDEN_ADAPTER_ID, HIDDEN_BASE_ID, HIDDEN_NEEDLES, MODEL_ID, tiny_dirs
 from seer import Sandbox
 from seer.sandbox.model_cache import name_hmac
 from seer.state import seer_home
@@ -47,11 +47,12 @@ PRUNE = r"\( -path /proc -o -path /sys -o -path /dev \) -prune -o"
 
 @pytest.fixture(scope="module")
 def secret_hub(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Any]:
-    """The tiny model and the hidden adapter, served on 127.0.0.1."""
+    """The tiny model, the hidden adapter and its base, served on 127.0.0.1."""
     from seer.testing.hub_server import HubServer
 
     dirs = tiny_dirs(tmp_path_factory, worker_id)
-    with HubServer({MODEL_ID: dirs.model, HIDDEN_ADAPTER_ID: dirs.hidden_adapter}) as server:
+    repos = {MODEL_ID: dirs.model, HIDDEN_ADAPTER_ID: dirs.hidden_adapter, HIDDEN_BASE_ID: dirs.model}
+    with HubServer(repos) as server:
         yield server
 
 
@@ -67,7 +68,17 @@ def hidden_sandbox(docker_engine: Any, secret_hub: Any, volume: str) -> Iterator
         listing = sb.exec(["ls", cache], check=True).stdout.split()
     assert "models--secret-org--hidden-adapter" in listing, "the shared cache holds the name"
     config = docker_config(
-        models=[MODEL_ID, {"name": HIDDEN_ADAPTER_ID, "hidden": True, "var_name": "secret"}],
+        models=[
+            MODEL_ID,
+            # an adapter says so: a hidden one without is_peft is refused (its base would be unknown)
+            {
+                "name": HIDDEN_ADAPTER_ID,
+                "hidden": True,
+                "is_peft": True,
+                "base_model": HIDDEN_BASE_ID,
+                "var_name": "secret",
+            },
+        ],
         env=secret_hub.env(),
         provider_options={"model_volume": volume},
     )

@@ -168,6 +168,29 @@ def test_check_config_refuses_counts_and_lifetimes(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize(
+    "pip_options",
+    [
+        "--find-links x; touch /pwn",
+        "--find-links x && touch /pwn",
+        "--pre $(touch /pwn)",
+        "--pre `id`",
+        "six",
+    ],
+)
+def test_pip_options_holding_shell_or_packages_are_refused(pip_options: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as err:
+        ModalOptions(pip_options=pip_options)
+    assert "pip_options" in str(err.value)
+
+
+def test_pip_options_are_options_and_their_values() -> None:
+    options = "--find-links /opt/wheels --extra-index-url file:///opt/pypi/simple --pre --index-url=https://x.test/s"
+    assert ModalOptions(pip_options=options).pip_options == options
+
+
+@pytest.mark.parametrize(
     ("env", "toml", "problem"),
     [
         ({"MODAL_TOKEN_ID": "a", "MODAL_TOKEN_SECRET": "b"}, None, None),

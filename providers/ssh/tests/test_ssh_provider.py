@@ -122,6 +122,24 @@ def test_no_gpu_on_the_host_is_refused_before_anything_is_made(box: Box) -> None
     assert _remote_sandboxes(box) == before
 
 
+def test_hidden_models_are_refused_unless_the_config_accepts_that_they_are_not_isolated(box: Box) -> None:
+    """Every sandbox on an ssh host runs as the login user, who can read the shared model cache
+    (and other sandboxes): a hidden model's identity cannot be kept there, so it is refused
+    before anything is made, naming why and the way out."""
+    models = [{"name": "org/visible"}, {"name": "org/secret", "hidden": True, "var_name": "secret"}]
+    before = _remote_sandboxes(box)
+    with pytest.raises(ConfigError) as info:
+        Sandbox(box.config(models=models)).start()
+    assert info.value.fields == ["models[1].hidden"]
+    message = str(info.value)
+    assert "cannot hide a model's identity" in message and "hf-hub" in message
+    assert "allow_unisolated_hidden_models=True" in message and "docker" in message
+    assert _remote_sandboxes(box) == before
+    accepted = box.config(models=models, provider_options={"allow_unisolated_hidden_models": True})
+    assert SshProvider.check_config(accepted) == []
+    assert not SshProvider.capabilities.hides_models  # so core warns when it runs anyway
+
+
 def test_missing_options_are_named(box: Box) -> None:
     with pytest.raises(ConfigError) as info:
         Sandbox(box.config(provider_options={"port": 0, "base_dir": "relative"})).start()
@@ -171,6 +189,47 @@ def test_dropped_connection_during_exec_is_a_clear_error_and_leaves_no_process(
     )
     assert sandbox.exec("echo reconnected", timeout=60).stdout == "reconnected\n"
     assert sandbox.status is MachineStatus.RUNNING
+
+
+def test_dropped_connection_during_an_upload_is_connection_lost_and_leaves_no_partial_file(
+    box: Box, sandbox: Sandbox
+) -> None:
+    workdir = sandbox.machine.workdir
+    partial = f"{workdir}/upload.bin.seer-tmp"
+
+    def drop_once_the_upload_began() -> None:
+        # on the host itself: wait (bounded) for the partial file, then drop every connection
+        box.host.exec_as_root(f"for i in $(seq 2000); do [ -e {partial} ] && break; sleep 0.01; done")
+        box.host.drop_connections()
+
+    dropper = threading.Thread(target=drop_once_the_upload_began)
+    dropper.start()
+    try:
+        with pytest.raises(ConnectionLost) as info:
+            sandbox.write_file("upload.bin", os.urandom(128 << 20))
+    finally:
+        dropper.join()
+    message = str(info.value)
+    assert "dropped while a file was written" in message and sandbox.sandbox_id in message
+    assert "upload.bin" in message
+    listing = box.host.exec_as_root(f"ls -a {workdir}").check().stdout.split()
+    assert "upload.bin.seer-tmp" not in listing and "upload.bin" not in listing, listing
+    # the next upload reconnects
+    sandbox.write_file("upload.bin", b"again")
+    assert sandbox.read_bytes("upload.bin") == b"again"
+
+
+def test_sandboxes_on_one_host_share_the_login_user_as_the_docs_say(
+    box: Box, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit docs/security.md states: one sandbox's agent reads another's secrets and the
+    shared model cache (hence hidden models are refused on ssh, above)."""
+    value = f"s3cret-{secrets.token_hex(4)}"
+    monkeypatch.setenv("SEER_TEST_SECRET", value)
+    with Sandbox(box.config(timeout=300, secrets=["SEER_TEST_SECRET"])).start(name="neighbour") as other:
+        env_file = other.machine.env_file
+        assert value in sandbox.exec(["cat", env_file], check=True).stdout
+    assert sandbox.exec(["ls", sandbox.machine.model_cache_dir()]).ok
 
 
 def test_services_stay_on_the_remote_loopback(box: Box, sandbox: Sandbox) -> None:
@@ -342,3 +401,68 @@ def test_second_start_downloads_nothing_and_reuses_the_environment(box: Box, hub
     assert cache_after == cache_bytes
     assert any("is there: reused" in line for line in second_progress.lines), second_progress.lines
     assert not any(line.startswith("building a Python environment") for line in second_progress.lines)
+
+
+# --- hardening: what a failed or killed start leaves, and the folders' modes -------------------
+@pytest.fixture
+def own_base(box: Box) -> Iterator[str]:
+    """A seer folder on the host of this test's own (the others' stay untouched), removed after."""
+    base = f"/home/seer/.seer-{secrets.token_hex(4)}"
+    try:
+        yield base
+    finally:
+        box.host.exec_as_root(f"rm -rf {base}")
+
+
+class KillingProgress(RecordingProgress):
+    """SIGKILLs the host's processes of an environment build (the agent building it first, so it
+    cannot clean up, then what it runs) as soon as the start reports that it builds one."""
+
+    def __init__(self, box: Box, base: str, requirement: str):
+        super().__init__()
+        self.box, self.base, self.requirement = box, base, requirement
+        self.killed: list[int] = []
+
+    def update(self, text: str) -> None:
+        super().update(text)
+        if text.startswith("building a Python environment") and not self.killed:
+            found = [(pid, cmd) for pid, cmd in self.box.host.user_processes()]
+            agents = [pid for pid, cmd in found if self.requirement in cmd and " env " in cmd]
+            builds = [pid for pid, cmd in found if f"{self.base}/envs/" in cmd and pid not in agents]
+            self.killed = agents + builds
+            self.box.host.exec_as_root(["kill", "-KILL", *map(str, self.killed)])
+
+
+def _partial_envs(box: Box, base: str) -> list[str]:
+    script = f"cd {base}/envs && for d in */; do [ -e $d.seer-env-complete ] || echo ${{d%/}}; done"
+    return box.host.exec_as_root(script, user="seer").stdout.split()
+
+
+def test_an_environment_build_killed_half_way_is_removed_by_the_next_start(box: Box) -> None:
+    base = "/home/seer/.seer"
+    # a package set of its own (any six satisfies it): its environment is built here, and killed
+    packages = [f"six>=0.0.{secrets.randbelow(10**6)}"]
+    killing = KillingProgress(box, base, packages[0])
+    with pytest.raises(SandboxError):
+        Sandbox(box.config(timeout=300, python_packages=packages), progress=killing).start(
+            name="killed-build"
+        )
+    assert killing.killed, killing.lines
+    assert len(_partial_envs(box, base)) == 1, "the killed build left its half-made environment"
+    # the next start on the host (another package set) removes it
+    with Sandbox(box.config(timeout=300)).start(name="after-killed-build") as sb:
+        assert sb.exec("echo ok").stdout == "ok\n"
+    assert _partial_envs(box, base) == []
+    # seer's shared folders are the user's alone (the model cache names the models it holds)
+    modes = box.host.exec_as_root(f"stat -c '%n %a' {base}/hf-hub {base}/runtime").stdout
+    assert modes.split() == [f"{base}/hf-hub", "700", f"{base}/runtime", "700"], modes
+
+
+def test_a_folder_that_cannot_be_made_fails_the_start_naming_it(box: Box, own_base: str) -> None:
+    # a file where seer's runtime folder goes: mkdir -p fails there
+    box.host.exec_as_root(f"mkdir -p {own_base} && touch {own_base}/runtime", user="seer").check()
+    config = box.config(timeout=300, provider_options={"base_dir": own_base})
+    with pytest.raises(SandboxError) as info:
+        Sandbox(config).start(name="no-folder")
+    assert "could not make seer's folders" in str(info.value) and f"{own_base}/runtime" in str(info.value)
+    assert not [cmd for _, cmd in box.host.user_processes() if own_base in cmd], "nothing left running"

@@ -141,13 +141,21 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
         if target.is_file() and filecmp.cmp(path, target, shallow=False):
             kept.unchanged.append(target)
         elif not target.exists() or (target.is_file() and _supersedes(path, target)):
-            shutil.copy2(path, target)
+            _copy(path, target)
             kept.written.append(target)
         else:
             other = _beside(target, path)
             if not other.exists():
-                shutil.copy2(path, other)
+                _copy(path, other)
             kept.beside.append(other)
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Copy a file (times kept); a notebook is made private to the user (0600), as the live
+    mirror and seer's records are, whatever its mode in the sandbox."""
+    shutil.copy2(source, target)
+    if target.suffix == ".ipynb":
+        target.chmod(0o600)
 
 
 def keep_tree(root: Path, dest: Path) -> Kept:

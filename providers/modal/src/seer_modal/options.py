@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import shlex
 import sys
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,6 +18,10 @@ DEFAULT_APP = "seer"
 #: Modal's names (apps, volumes): letters, digits, ``-``, ``_``, ``.``; under 64 characters.
 _MODAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _PYTHON = re.compile(r"^3\.(1[1-9]|[2-9][0-9])$")
+#: What a word of ``pip_options`` may hold: an option (``--find-links``, ``--pre``,
+#: ``--index-url=URL``) or an option's value (a URL, a path). No shell character: the SDK writes
+#: the options into a ``RUN`` line of the image as they are.
+_PIP_WORD = re.compile(r"^[A-Za-z0-9._~:/@%+=,-]+$")
 
 
 def default_app() -> str:
@@ -88,6 +93,29 @@ class ModalOptions(BaseModel):
         if value is not None and (not value.strip() or any(c.isspace() for c in value)):
             raise ValueError(f"{value!r} is not an image reference (e.g. 'python:3.11-slim')")
         return value
+
+    @field_validator("pip_options")
+    @classmethod
+    def _check_pip_options(cls, value: str) -> str:
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a list of options: {exc}") from None
+        after_option = False
+        for word in words:
+            bad = sorted({c for c in word if not _PIP_WORD.match(c)})
+            if bad:
+                raise ValueError(
+                    f"{word!r} holds {''.join(bad)!r}: pip_options are uv pip options and their "
+                    "values (URLs, paths) only, as they reach the image's RUN line; packages go in "
+                    "python_packages"
+                )
+            if not word.startswith("-") and not after_option:
+                raise ValueError(
+                    f"{word!r} is not an option (options start with '-'); packages go in python_packages"
+                )
+            after_option = word.startswith("-") and "=" not in word
+        return shlex.join(words)
 
     @field_validator("workdir")
     @classmethod

@@ -11,8 +11,9 @@ Commands (each prints one JSON document on its last line of stdout):
 * ``begin BASE ID META``: make the sandbox's folders (0700) and write its record;
 * ``update BASE ID CHANGES``: merge ``CHANGES`` (JSON) into a running sandbox's record;
 * ``env BASE REQUIREMENTS WHEEL``: the virtual environment for a package set (one per distinct
-  set and remote interpreter, under ``<base>/envs/<hash>``, built once under a lock and reused)
-  and seer's runtime unpacked from the uploaded wheel (``<base>/runtime/<sha>``);
+  set and remote interpreter, under ``<base>/envs/<hash>``, built once under a lock and reused;
+  one whose build was killed is removed by the next call) and seer's runtime unpacked from the
+  uploaded wheel (``<base>/runtime/<sha>``);
 * ``end BASE ID STATUS [-- ARGV...]``: end a sandbox: record its status, keep its notebooks and
   outputs under ``<base>/outputs/<id>/`` when no client is there to copy them (``expired``,
   ``lost``), kill every process carrying its mark, remove its files; then exec ``ARGV`` if given
@@ -129,6 +130,7 @@ def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
     key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
     envs = os.path.join(base, "envs")
     os.makedirs(envs, mode=0o700, exist_ok=True)
+    _remove_killed_builds(envs)
     env_dir = os.path.join(envs, key)
     built = False
     with _locked(env_dir + ".lock"):
@@ -157,6 +159,26 @@ def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
                 zf.extractall(runtime)
             open(os.path.join(runtime, ".complete"), "w").close()
     return {"python": os.path.join(env_dir, "bin", "python"), "runtime": runtime, "built": built}
+
+
+def _remove_killed_builds(envs: str) -> None:
+    """Remove every environment under ``envs`` left half-built by a build that was killed: one
+    without its completion marker whose lock nobody holds (a build holds it until it ends, and
+    a killed process's locks are released), so a package set never used again leaves nothing."""
+    for name in os.listdir(envs):
+        env_dir = os.path.join(envs, name)
+        if name.endswith(".lock") or not os.path.isdir(env_dir):
+            continue
+        if os.path.isfile(os.path.join(env_dir, ".seer-env-complete")):
+            continue
+        with open(env_dir + ".lock", "a") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # being built now
+            if not os.path.isfile(os.path.join(env_dir, ".seer-env-complete")):
+                print(f"removing an environment whose build was killed ({name})", flush=True)
+                shutil.rmtree(env_dir, ignore_errors=True)
 
 
 def _marked(sandbox_id: str) -> list[int]:

@@ -202,22 +202,48 @@ class SshMachine(ExecMachine):
         return FileNotFoundError(f"{path} (in sandbox {self.id})")
 
     def write_bytes(self, path: str, data: bytes, *, mode: int | None = None) -> None:
+        import paramiko
+
         target = self.resolve(path)
 
         def write(sftp: paramiko.SFTPClient) -> None:
             tmp = f"{target}.seer-tmp"
-            with sftp.open(tmp, "wb") as fh:
-                fh.set_pipelined(True)
-                fh.write(data)
-            sftp.chmod(tmp, 0o644 if mode is None else mode)
-            sftp.posix_rename(tmp, target)
+            try:
+                with sftp.open(tmp, "wb") as fh:
+                    fh.set_pipelined(True)
+                    fh.write(data)
+                sftp.chmod(tmp, 0o644 if mode is None else mode)
+                sftp.posix_rename(tmp, target)
+            except BaseException:
+                if self.conn.alive():  # a full disk, say: no partial file stays (else see below)
+                    with contextlib.suppress(Exception):
+                        sftp.remove(tmp)
+                raise
 
         with self._reaching():
             try:
-                self.conn.sftp(write)
-            except FileNotFoundError:
-                self.make_dirs(posixpath.dirname(target))  # refused if the sandbox ended
-                self.conn.sftp(write)
+                try:
+                    self.conn.sftp(write)
+                except FileNotFoundError:
+                    self.make_dirs(posixpath.dirname(target))  # refused if the sandbox ended
+                    self.conn.sftp(write)
+            except (EOFError, OSError, paramiko.SSHException) as exc:
+                if isinstance(exc, OSError) and self.conn.alive():
+                    raise
+                raise self._upload_lost(target, exc) from None
+
+    def _upload_lost(self, target: str, exc: BaseException) -> ConnectionLost:
+        """The error for a connection that dropped under an upload, once its partial file is
+        removed over a new connection (if that fails too, the sandbox's end removes it)."""
+        tmp = f"{target}.seer-tmp"
+        with contextlib.suppress(Exception):
+            self.conn.close()
+            self.conn.sftp(lambda sftp: sftp.remove(tmp))
+        return ConnectionLost(
+            f"the SSH connection to {self.conn.options.address} dropped while a file was written to "
+            f"{target} in sandbox {self.id} ({type(exc).__name__}: {exc or 'connection closed'}); "
+            "nothing was written there. Write it again (seer reconnects on its own)"
+        )
 
     def read_bytes(self, path: str) -> bytes:
         target = self.resolve(path)
@@ -329,7 +355,15 @@ def provision(
     machine.start_watchdog(spec.timeout, [*end, "--", *then] if then else end)
     wheel = runtime_wheel()
     remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
-    conn.run(f"mkdir -p {shlex.quote(posixpath.dirname(remote_wheel))} {shlex.quote(cache)}")
+    folders = [posixpath.dirname(remote_wheel), cache]
+    # 0700: the model cache names the models it holds; no other user of the host need read it
+    made = shlex.join(folders)
+    code, out, err = conn.run(f"umask 077 && mkdir -p {made} && chmod 700 {made}")
+    if code != 0:
+        raise SandboxError(
+            f"could not make seer's folders {', '.join(folders)} on {conn.options.address}: "
+            + ((err.strip() or out.strip() or f"exit {code}").splitlines() or [""])[-1]
+        )
     try:
         conn.sftp(lambda sftp: sftp.stat(remote_wheel))
     except FileNotFoundError:

@@ -55,6 +55,12 @@ class SshOptions(BaseModel):
     base_dir: str = Field("~/.seer", description="seer's folder on the remote host ('~' is the remote home)")
     python: str = Field("python3", description="the remote Python (>= 3.11) environments are made from")
     connect_timeout: float = Field(20.0, gt=0, description="seconds to wait for the connection")
+    allow_unisolated_hidden_models: bool = Field(
+        False,
+        description="run a config with hidden models although every sandbox runs as the login user, "
+        "so the agent can read the host's shared model cache, other sandboxes and the user's files "
+        "there and may identify the model (refused by default)",
+    )
 
     @field_validator("host")
     @classmethod

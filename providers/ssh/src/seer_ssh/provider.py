@@ -100,6 +100,30 @@ def host_problems(config: SandboxConfig, options: SshOptions, conn: Connection) 
     return problems
 
 
+def hidden_model_problems(config: SandboxConfig, options: SshOptions) -> list[ConfigProblem]:
+    """Hidden models, refused unless ``allow_unisolated_hidden_models``: every sandbox on the host
+    runs as the login user, so its agent reads what that user reads. The host's shared model
+    cache holds models under their names, and names each blob by its content's sha256, so the
+    agent could hash its hidden model's files and look them up; other sandboxes' folders (their
+    secrets, and their models keys while those are being handed over) and the user's own files
+    are open to it too. seer cannot keep the guarantee there, so it does not pretend to."""
+    if options.allow_unisolated_hidden_models:
+        return []
+    return [
+        ConfigProblem(
+            f"models[{i}].hidden",
+            f"the ssh provider cannot hide a model's identity: every sandbox on {options.address} runs "
+            f"as {options.user}, so the agent can read what {options.user} can there (the shared model "
+            f"cache {options.base_dir}/hf-hub, where a model fetched openly sits under its name and its "
+            "files' hashes, other sandboxes' folders, your files). Use a provider that isolates the "
+            "sandbox (docker, modal), or set provider_options allow_unisolated_hidden_models=True to run "
+            "it knowing that a determined agent can find the model's name",
+        )
+        for i, model in enumerate(config.models)
+        if model.hidden
+    ]
+
+
 class SshProvider(Provider):
     """Sandboxes on hosts reached over SSH."""
 
@@ -111,7 +135,9 @@ class SshProvider(Provider):
         max_gpu_count=16,
         volumes=True,  # the model cache on the host outlives sandboxes
         port_exposure="ssh-forward",
-        hides_models=True,
+        # every sandbox runs as the login user: it can read what that user can (see
+        # hidden_model_problems), so hidden models are refused unless the config accepts that
+        hides_models=False,
     )
     options_model = SshOptions
     #: the machine class (seer-runpod's subclass sets its own)
@@ -134,6 +160,7 @@ class SshProvider(Provider):
             options = SshOptions.resolve(config.provider_options)
         except (ValidationError, ValueError) as exc:
             return [*problems, ConfigProblem("provider_options", str(exc))]
+        problems += hidden_model_problems(config, options)
         try:
             conn = connect(options)
         except SshConnectError as exc:

@@ -20,6 +20,9 @@ _Lines = dict[tuple[Any, ...], int]
 #: The most values (mappings, lists and scalars, counted with every alias expanded) a config
 #: file may hold. Real configs hold hundreds; the limit refuses alias bombs before they expand.
 MAX_VALUES = 100_000
+#: The largest config file read, in bytes. Real configs are a few KB; the limit refuses a wrong
+#: file (a dataset, a log) at once, before the YAML parser spends seconds on it.
+MAX_BYTES = 1 << 20
 
 
 def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
@@ -39,6 +42,15 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         raise fail("is a directory, not a config file")
     if not file.is_file():
         raise fail("config file not found")
+    try:
+        size = file.stat().st_size
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror or exc}") from None
+    if size > MAX_BYTES:
+        raise fail(
+            f"is {_human(size)}, over the {_human(MAX_BYTES)} a config file may be (configs are a "
+            "few KB: is it the right file?)"
+        )
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -190,6 +202,13 @@ class _Stage1:
         )
 
 
+def _human(size: int) -> str:
+    """``1048576`` -> ``1.0 MiB``; ``2048`` -> ``2.0 KiB``."""
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.1f} MiB"
+    return f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} bytes"
+
+
 def _kind_of(value: Any) -> str:
     return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
         type(value), type(value).__name__
@@ -272,6 +291,7 @@ def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
     """
     lines: _Lines = {}
     sizes: dict[int, int] = {}  # id(node) -> how many values it expands to, once walked
+    aliases = 0  # how many aliases the walk met: a document without any is just large
     open_nodes: set[int] = set()  # the nodes being walked: meeting one again is a cycle
 
     def refuse(path: tuple[Any, ...], message: str, line: int) -> ConfigError:
@@ -279,8 +299,10 @@ def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
         return ConfigError([problem], title="Invalid config")
 
     def walk(n: yaml.Node, path: tuple[Any, ...]) -> int:
+        nonlocal aliases
         lines.setdefault(path, n.start_mark.line + 1)
         if isinstance(n, _Alias):
+            aliases += 1
             alias_line, n = n.start_mark.line + 1, n.value
             if id(n) in open_nodes:
                 raise refuse(
@@ -317,8 +339,12 @@ def _walk_lines(node: yaml.Node | None, file: str) -> _Lines:
         if size > MAX_VALUES:
             raise refuse(
                 path,
-                f"expands to more than {MAX_VALUES:,} values once its aliases (*name) are "
-                "expanded; a config is far smaller (is it a 'billion laughs' document?)",
+                (
+                    f"expands to more than {MAX_VALUES:,} values once its aliases (*name) are "
+                    "expanded; a config is far smaller (is it a 'billion laughs' document?)"
+                )
+                if aliases
+                else f"holds more than {MAX_VALUES:,} values; a config holds hundreds (the right file?)",
                 lines[path],
             )
         open_nodes.discard(id(n))
@@ -335,7 +361,8 @@ def _yaml_with_lines(text: str, file: str) -> tuple[Any, _Lines]:
 
     The walk comes first: it refuses what must not be built (see :func:`_walk_lines`)."""
     lines = _walk_lines(yaml.compose(text, Loader=_LineLoader), file)
-    return yaml.safe_load(text), lines
+    # libyaml's loader where PyYAML has it: the same document, built several times faster
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)), lines
 
 
 def _json_lines(text: str, file: str) -> _Lines:

@@ -344,6 +344,14 @@ def _is_local_path(value: str) -> bool:
     return value.startswith(("/", "./", "../", "~")) or value in (".", "..")
 
 
+def _is_adapter_dir(value: str) -> bool:
+    """Whether ``value`` is a local directory holding a PEFT adapter (not a whole model)."""
+    if not value.startswith("/"):
+        return False
+    root = Path(value)
+    return (root / "adapter_config.json").is_file() and not (root / "config.json").is_file()
+
+
 def _check_hub_id(value: str) -> str | None:
     """Why ``value`` is not a Hugging Face repo id (``name`` or ``org/name``), or None if it is."""
     parts = value.split("/")
@@ -637,6 +645,16 @@ class ModelConfig(_Strict):
                     ("base_model",),
                     "base_model is only used with is_peft=True; set is_peft=True or drop base_model",
                     self.base_model,
+                )
+            )
+        if self.hidden and not self.is_peft and _is_adapter_dir(self.name):
+            _fail(
+                (
+                    ("is_peft",),
+                    f"{self.name} is a PEFT adapter (adapter_config.json, no config.json): a hidden "
+                    "adapter needs is_peft=True and base_model (the model it applies to), since the "
+                    "base model's id is scrubbed from its hidden copy",
+                    self.is_peft,
                 )
             )
         return self

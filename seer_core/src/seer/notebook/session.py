@@ -216,7 +216,11 @@ def write_notebook(session: NotebookSession, text: str) -> None:
     if mirror is not None:
         mirror.parent.mkdir(parents=True, exist_ok=True)
         tmp = mirror.with_name(f".{mirror.name}.tmp")
-        tmp.write_text(text)
+        # 0600, as seer's records: the agent's work may hold what it found or printed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
         os.replace(tmp, mirror)
 
 

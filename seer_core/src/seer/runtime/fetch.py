@@ -230,6 +230,9 @@ class Job:
     users: list[tuple[int, str]] = field(default_factory=list)
     #: every repo id (model and base) that must not appear on disk when hidden
     needles: set[str] = field(default_factory=set)
+    #: a hidden model configured as a whole model (no ``is_peft``): an adapter here is refused,
+    #: as the base model's id in its ``adapter_config.json`` is scrubbed and could not be loaded
+    whole_hidden_model: bool = False
     #: a hidden job's directory name and commit seal, from the client
     dir: str | None = None
     seal: str | None = None
@@ -383,6 +386,13 @@ class _Fetcher:
                 "not_a_model",
                 "the repository has no config.json or adapter_config.json at its top level, so "
                 "transformers cannot load it",
+            )
+        if job.whole_hidden_model and "adapter_config.json" in files and "config.json" not in files:
+            raise FetchFailure(
+                "not_a_model",
+                "the repository is a PEFT adapter (adapter_config.json, no config.json): a hidden "
+                "adapter needs is_peft=True and base_model (the model it applies to) in its config, "
+                "since the base model's id is scrubbed from its hidden copy",
             )
         storage = self._storage(job.repo)
 
@@ -586,6 +596,7 @@ def _plan(models: Sequence[dict[str, Any]]) -> tuple[list[Job], list[dict[str, J
         if hidden and job.dir is None:
             job.dir, job.seal = keys.get("dir"), keys.get("seal")
         job.users.append((index, role))
+        job.whole_hidden_model |= hidden and role == "model" and not keys.get("peft")
         job.needles |= needles
         return job
 
@@ -593,7 +604,7 @@ def _plan(models: Sequence[dict[str, Any]]) -> tuple[list[Job], list[dict[str, J
         hidden = bool(m.get("hidden"))
         base = m.get("base_model")
         needles = {m["name"], *([base] if base else [])} if hidden else set()
-        own = {"dir": m.get("dir"), "seal": m.get("seal")}
+        own = {"dir": m.get("dir"), "seal": m.get("seal"), "peft": bool(base)}
         base_keys = {"dir": m.get("base_dir"), "seal": m.get("base_seal")}
         entry: dict[str, Job | None] = {
             "model": job_for(m["name"], m.get("revision") or "main", hidden, i, "model", needles, own),

@@ -11,8 +11,10 @@ hidden. These helpers read them::
 
 ``get_model_path`` and ``list_configured_models`` are what an interface file served over RPC
 finds injected. A hidden model is found by its name only where the client handed over the
-sandbox's models key (``$SEER_MODELS_KEY``: an interface served over RPC, whose code is the
-user's): the manifest holds a keyed hash of the name, and without the key nothing in the sandbox
+sandbox's models key (an interface served over RPC, whose code is the user's: its server reads
+the key from a file private to the user that it deletes once read, and hands it to
+:func:`set_models_key`, so it is in no process's environment, where ``/proc/<pid>/environ`` would
+show it): the manifest holds a keyed hash of the name, and without the key nothing in the sandbox
 can test a name against it. Everywhere else (the kernel, a shell) a hidden model is found by its
 ``var_name``. Standard library only.
 """
@@ -35,13 +37,25 @@ __all__ = [
     "load_manifest",
     "manifest_entry",
     "name_hmac",
+    "set_models_key",
 ]
 
 MANIFEST_ENV = "SEER_MODELS_MANIFEST"
-#: The variable holding the key of the manifest's ``name_hmac`` (set only where the user's own
-#: code runs: an interface served over RPC).
+#: A variable that may hold the key of the manifest's ``name_hmac``, for code run by hand; seer
+#: itself never sets it (see :func:`set_models_key`).
 MODELS_KEY_ENV = "SEER_MODELS_KEY"
 HIDDEN_DISPLAY_NAME = "hidden model"
+
+#: The models key of this process, given by :func:`set_models_key` (the RPC server's).
+_models_key: str | None = None
+
+
+def set_models_key(key: str | None) -> None:
+    """Give this process the sandbox's models key (the RPC server does, from its key file), so
+    that ``get_model_path(name)`` finds a hidden model by its name here. Kept in memory only:
+    neither this process's environment nor its children's get it."""
+    global _models_key
+    _models_key = key or None
 
 
 def env_var_for(name: str) -> str:
@@ -81,13 +95,13 @@ def manifest_entry(
     name: str, manifest: dict[str, Any] | None = None, key: str | None = None
 ) -> dict[str, Any]:
     """The manifest entry of the model ``name`` (a repo id, a var_name, or a hidden model's id
-    when the models ``key`` is given or in ``$SEER_MODELS_KEY``).
+    when the models ``key`` is given, set by :func:`set_models_key`, or in ``$SEER_MODELS_KEY``).
 
     Raises KeyError, listing the configured models, when there is none.
     """
     data = manifest if manifest is not None else load_manifest()
     entries = data.get("models", [])
-    key = key if key is not None else os.environ.get(MODELS_KEY_ENV)
+    key = key if key is not None else (_models_key or os.environ.get(MODELS_KEY_ENV))
     digest = None
     if key:
         try:

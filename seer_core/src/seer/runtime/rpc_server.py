@@ -665,6 +665,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--token-file", required=True, help="file holding the token clients must send (deleted once read)"
     )
+    parser.add_argument(
+        "--models-key-file",
+        help="file holding the sandbox's models key, which finds hidden models by name (deleted once read)",
+    )
     parser.add_argument("--state", help="file to write the port and status to (JSON)")
     parser.add_argument("--launch", default="", help="an id written into the state file")
     parser.add_argument("--path", action="append", default=[], help="a directory to put on sys.path")
@@ -681,6 +685,14 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: --token-file {opts.token_file}: {exc}", file=sys.stderr)
         return 2
+    if opts.models_key_file:
+        from seer.runtime.models import set_models_key
+
+        try:
+            set_models_key(read_token_file(opts.models_key_file))
+        except (OSError, ValueError) as exc:
+            print(f"error: --models-key-file {opts.models_key_file}: {exc}", file=sys.stderr)
+            return 2
     name = opts.name or Path(opts.interface).stem
     server = RpcServer(
         token=token,

@@ -21,7 +21,8 @@ A hidden model's name appears in none of these, and nothing in the sandbox lets 
 it: its manifest entry has ``name: null``, ``display_name: "hidden model"``, no env var, no commit,
 and ``name_hmac``, an HMAC of the name keyed with a random per-sandbox *models key* that the client
 keeps in its record. Only an interface served over RPC (the user's code, which names the model
-itself) is given the key, as ``$SEER_MODELS_KEY``, so that ``get_model_path(name)`` finds it there;
+itself) is given the key, in a file private to the user that its server deletes once read (never in
+a process's environment), so that ``get_model_path(name)`` finds it there;
 the kernel and shells find it by its ``var_name``. Its files are copies in a directory whose name
 and commit marker are keyed with a secret the client keeps in ``$SEER_HOME`` (see
 :mod:`seer.runtime.fetch`). What a provider shows the agent beyond this (a model cache shared with
@@ -59,7 +60,7 @@ __all__ = [
     "MODELS_KEY_ENV",
     "ModelHandle",
     "manifest_path",
-    "model_lookup_env",
+    "models_key",
     "name_hmac",
     "prepare_models",
 ]
@@ -76,13 +77,14 @@ HIDDEN_DISPLAY_NAME = "hidden model"
 _KEY_SERVICE = "models_key"
 
 
-def model_lookup_env(sandbox: Sandbox) -> dict[str, str]:
-    """The variables a process running the user's own code (an interface served over RPC) needs to
-    find a hidden model by its name: the sandbox's models key. Empty without hidden models. Never
-    give them to what the agent runs (the kernel, a shell): with the key, the agent could test
-    names against the manifest."""
+def models_key(sandbox: Sandbox) -> str | None:
+    """The sandbox's models key (hex), which a process running the user's own code (an interface
+    served over RPC) needs to find a hidden model by its name; None without hidden models. Never
+    give it to what the agent runs (the kernel, a shell): with the key, the agent could test names
+    against the manifest. Hand it over in a file the process deletes once read, never in its
+    environment (``/proc/<pid>/environ`` shows that to every process of the user)."""
     key = sandbox.services.get(_KEY_SERVICE)
-    return {MODELS_KEY_ENV: key} if key else {}
+    return str(key) if key else None
 
 
 def _client_secret() -> bytes:

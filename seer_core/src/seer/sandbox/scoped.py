@@ -58,7 +58,7 @@ from seer.progress import Progress
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
 from seer.sandbox import Sandbox
-from seer.sandbox.model_cache import model_lookup_env
+from seer.sandbox.model_cache import models_key
 from seer.workspace import Workspace
 
 __all__ = ["INTERFACES_DIR", "ScopedSandbox"]
@@ -299,14 +299,20 @@ class ScopedSandbox(Sandbox):
             argv += ["--call-timeout", f"{float(call_timeout):g}"]
         if max_request_bytes is not None:
             argv += ["--max-request-bytes", str(max_request_bytes)]
+        # The interface is the user's code: it may find a hidden model by its name (the models
+        # key); the agent reaches it only through the functions it exposes.
+        key = models_key(self)
+        key_file = machine.resolve(posixpath.join(RPC_STATE_DIR, f"{name}.models-key"))
+        if key:
+            argv += ["--models-key-file", key_file]
         try:
             self.write_file(remote_file, source)
             # The token goes through a file private to the user that the server deletes once
             # read: in its environment, /proc/<pid>/environ would show it as long as it runs.
             machine.write_bytes(token_file, token.encode(), mode=0o600)
-            # The interface is the user's code: it may find a hidden model by its name (the models
-            # key); the agent reaches it only through the functions it exposes.
-            env = {"PYTHONUNBUFFERED": "1", **model_lookup_env(self)}
+            if key:  # the same way, for the same reason
+                machine.write_bytes(key_file, key.encode(), mode=0o600)
+            env = {"PYTHONUNBUFFERED": "1"}
             self.start_process(argv, name=proc, env=env, cwd=self.interfaces_dir)
             state = self._wait_ready(name, state_file, launch, start_timeout)
             url = machine.expose_port(int(state["port"]))
@@ -316,7 +322,7 @@ class ScopedSandbox(Sandbox):
             # imported by every later interface in place of the module of that name.
             machine.stop_process(proc)
             with contextlib.suppress(SeerError, OSError):
-                machine.exec(["rm", "-f", remote_file, token_file], timeout=60)
+                machine.exec(["rm", "-f", remote_file, token_file, key_file], timeout=60)
             raise
         return ServedInterface(
             name=name,
