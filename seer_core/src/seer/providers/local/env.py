@@ -10,7 +10,11 @@ call ``site.addsitedir`` (so editable installs work too) it sees, behind its own
    installed or downloaded again;
 2. the client's own site-packages (where seer itself, at the client's version, lives).
 
-When the client already satisfies every requirement, no layer is made at all.
+When the client already satisfies every requirement, no layer is made at all: the sandbox runs on
+the client's own Python, and no package index is needed. Where none can be reached (an offline GPU
+box, a cluster's compute node: :func:`index_unreachable`), or where ``provider_options.python`` is
+``"system"``, a requirement the client lacks is refused before anything is made
+(:func:`python_problem`) instead of failing half-way through a start.
 """
 
 from __future__ import annotations
@@ -36,6 +40,62 @@ from packaging.utils import canonicalize_name
 from seer.errors import SandboxError
 
 _COMPLETE = ".seer-env-complete"
+
+#: Set (``1``) where no package index can be reached from this machine: seer then installs nothing
+#: and refuses a requirement the client's Python lacks. ``PIP_NO_INDEX``, ``UV_OFFLINE`` and
+#: ``UV_NO_INDEX`` say the same to pip and uv, and seer reads them too.
+OFFLINE_ENV = "SEER_OFFLINE"
+_OFFLINE_SIGNALS = (OFFLINE_ENV, "PIP_NO_INDEX", "UV_OFFLINE", "UV_NO_INDEX")
+#: Folders (or pages) of wheels the installers read besides an index: offline, they still serve.
+_LOCAL_SOURCES = ("PIP_FIND_LINKS", "UV_FIND_LINKS")
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def index_unreachable(env: Mapping[str, str] | None = None) -> str | None:
+    """Why no package index can be reached from here (the variable that says so), or None.
+
+    seer does not probe the network for it: an index that is slow to refuse would stall every
+    start. ``$SEER_OFFLINE``, ``$PIP_NO_INDEX``, ``$UV_OFFLINE`` or ``$UV_NO_INDEX`` set to a true
+    value (``1``, ``true``, ``yes``, ``on``) says it."""
+    env = os.environ if env is None else env
+    for name in _OFFLINE_SIGNALS:
+        if _truthy(env.get(name)):
+            return f"${name} is set"
+    return None
+
+
+def python_problem(
+    requirements: list[str], python: str = "auto", env: Mapping[str, str] | None = None
+) -> str | None:
+    """Why the client's Python cannot serve a sandbox needing ``requirements`` (None: it can, or
+    seer may install what it lacks).
+
+    ``python="system"`` uses this Python as it is, so whatever it lacks is a problem; ``"auto"``
+    installs what it lacks, unless no index can be reached and no local wheels
+    (``PIP_FIND_LINKS`` / ``UV_FIND_LINKS``) are named."""
+    missing = unsatisfied(requirements)
+    if not missing:
+        return None
+    env = os.environ if env is None else env
+    listed = ", ".join(missing)
+    if python == "system":
+        return (
+            f"provider_options python='system' runs the sandbox on this machine's Python "
+            f"({sys.executable}) as it is, and it lacks: {listed}; install them into it "
+            f"({sys.executable} -m pip install ...), or leave python at 'auto' so that seer builds "
+            "an environment for them"
+        )
+    offline = index_unreachable(env)
+    if offline and not any(env.get(name) for name in _LOCAL_SOURCES):
+        return (
+            f"this machine's Python ({sys.executable}) lacks: {listed}, and no package index can "
+            f"be reached to install them ({offline}); install them into this Python, or name a "
+            "folder of their wheels in PIP_FIND_LINKS, or leave them out of the config"
+        )
+    return None
 
 
 def unsatisfied(requirements: list[str]) -> list[str]:

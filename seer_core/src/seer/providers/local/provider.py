@@ -31,10 +31,13 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
+    ConfigError,
     ConfigProblem,
     InvalidSandboxIdError,
     SandboxNotFoundError,
@@ -56,7 +59,13 @@ from seer.providers.base import (
     command_text,
 )
 from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
-from seer.providers.local.env import ensure_layer, make_sandbox_env
+from seer.providers.local.env import (
+    ensure_layer,
+    index_unreachable,
+    make_sandbox_env,
+    python_problem,
+    unsatisfied,
+)
 from seer.providers.local.sandbox_dir import (
     ID_PATTERN,
     SUPERVISOR_MODULE,
@@ -348,6 +357,24 @@ class LocalMachine(Machine):
             self._sb.update(starter=None)
 
 
+class LocalOptions(BaseModel):
+    """``SandboxConfig.provider_options`` for the local provider. Every field is optional."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    python: Literal["auto", "system"] = Field(
+        "auto",
+        description="'auto': the sandbox runs on the Python seer runs on when it has every package the "
+        "config needs, else on an environment seer builds for what it lacks (refused where no package "
+        "index can be reached: $SEER_OFFLINE, $PIP_NO_INDEX); 'system': always this Python as it is, "
+        "refusing what it lacks, and nothing is ever installed",
+    )
+
+
+def _python_choice(options: Any) -> str:
+    return options.python if isinstance(options, LocalOptions) else "auto"
+
+
 class LocalProvider(Provider):
     """Sandboxes as working directories plus processes on this machine."""
 
@@ -363,10 +390,19 @@ class LocalProvider(Provider):
         max_lifetime=None,
         installs_system_packages=False,
     )
+    options_model = LocalOptions
 
     @classmethod
     def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
         problems = super().check_config(config)
+        if not any(p.field.startswith("provider_options") for p in problems):
+            # The packages the config names; create() checks them again with those its execution
+            # mode and models add, before it makes anything.
+            python = LocalOptions.model_validate(config.provider_options).python
+            why = python_problem(list(config.python_packages), python)
+            if why:
+                field = "provider_options.python" if python == "system" else "python_packages"
+                problems.append(ConfigProblem(field, why))
         if config.gpu is not None and not any(p.field.startswith("gpu") for p in problems):
             found = detect_gpus()
             matching = [g for g in found if gpu_matches(config.gpu, g)]
@@ -399,6 +435,11 @@ class LocalProvider(Provider):
 
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
+        python = _python_choice(spec.options)
+        why = python_problem(spec.python_packages, python)
+        if why:  # before anything is made: nothing to clean up
+            field = "provider_options.python" if python == "system" else "python_packages"
+            raise ConfigError([ConfigProblem(field, why)], title="The sandbox's Python cannot be provided")
         sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
         private_dir(local_root())
         private_dir(sandbox.dir, exist_ok=False)
@@ -460,6 +501,15 @@ class LocalProvider(Provider):
 
         # The installer carries the sandbox's marker, so a teardown mid-build ends it too.
         build_env = {**os.environ, procs.MARKER: sandbox.id}
+        if not unsatisfied(spec.python_packages):
+            offline = index_unreachable()
+            # One line (progress shows one per interval), the path last where a cut loses least.
+            log(
+                "no environment to build: using this machine's Python, which has all "
+                f"{len(spec.python_packages)} packages the sandbox needs"
+                + (f" (offline: {offline})" if offline else "")
+                + f": {sys.executable}"
+            )
         layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log, env=build_env)
         python = make_sandbox_env(sandbox.venv, layer)
         if spec.snapshot is not None:
@@ -583,4 +633,4 @@ def sandbox_dir(sandbox_id: str) -> Path:
     return SandboxDir(sandbox_id).dir
 
 
-__all__ = ["LocalMachine", "LocalProvider", "detect_gpus", "sandbox_dir"]
+__all__ = ["LocalMachine", "LocalOptions", "LocalProvider", "detect_gpus", "sandbox_dir"]
