@@ -61,3 +61,15 @@ def test_the_gpu_image_has_the_stack_and_not_what_seer_must_carry() -> None:
     assert {wheels._canonical(n) for n in wheels.GPU_STACK} <= image
     # seer's own needs the image lacks: these must travel as wheels
     assert not {"pydantic", "jupyter-server", "ipykernel", "mcp", "seer-core"} & image
+
+
+def test_first_results_compare_exactly_on_the_cpu_and_within_a_bound_on_a_gpu() -> None:
+    from gpu_check.steps import same_result
+
+    line = "cuda:0 torch.bfloat16 (1, 6, 512) -30.445"
+    assert same_result(line, line + "\n", exact=True) == "the same"
+    assert same_result(line, "cuda:0 torch.bfloat16 (1, 6, 512) -30.446", exact=True) == ""
+    assert same_result(line, "cuda:0 torch.bfloat16 (1, 6, 512) -30.446", exact=False) == "within 1e-3 of the"
+    assert same_result(line, "cuda:0 torch.bfloat16 (1, 6, 512) -31.0", exact=False) == ""
+    assert same_result(line, "cpu torch.float32 (1, 6, 512) -30.445", exact=False) == ""
+    assert same_result(line, "Traceback ...", exact=False) == ""

@@ -121,6 +121,23 @@ def gpu_type(report: Report, ctx: Context) -> None:
         os.environ["PATH"] = saved_path
 
 
+def same_result(seer: str, by_hand: str, *, exact: bool) -> str:
+    """How the first cell's output in seer's kernel matches the bare kernel's: ``"the same"``,
+    ``"within 1e-3 of the"`` (device, dtype and shape equal, the logits' sum within 1e-3 of
+    its size: GPU kernels may sum in another order in another process), or ``""`` (no match)."""
+    a, b = seer.strip(), by_hand.strip()
+    if a == b:
+        return "the same"
+    if exact:
+        return ""
+    (head_a, _, sum_a), (head_b, _, sum_b) = a.rpartition(" "), b.rpartition(" ")
+    try:
+        close = abs(float(sum_a) - float(sum_b)) <= 1e-3 * max(1.0, abs(float(sum_a)))
+    except ValueError:
+        return ""
+    return "within 1e-3 of the" if head_a == head_b and close else ""
+
+
 # --- the seed 004 notebook flow ------------------------------------------------------------------
 def _setup_log(sandbox: Any) -> str:
     from seer.providers.local.provider import sandbox_dir
@@ -170,11 +187,9 @@ def notebook_and_toolkit(report: Report, ctx: Context) -> None:
                 LIMIT,
             )
             row.by_hand_s = hand_s
-            check(
-                hand_out.strip() == ctx.base_line,
-                f"seer's first result {ctx.base_line!r} is not the bare kernel's {hand_out.strip()!r}",
-            )
-            row.notes.append("the same output as a bare kernel loading the model by hand")
+            how = same_result(ctx.base_line, hand_out, exact=not ctx.gpu)
+            check(how, f"seer's first result {ctx.base_line!r} is not the bare kernel's {hand_out.strip()!r}")
+            row.notes.append(f"{how} output as a bare kernel loading the model by hand")
             with report.step("toolkit: steering, activations, patching, logit lens") as tk:
                 cell = session.exec(TOOLKIT_CELL, timeout=LIMIT)
                 check(cell.ok, f"the toolkit cell failed: {cell}")
@@ -240,6 +255,7 @@ def by_hand_transfer(mib: int, device: str) -> tuple[float, Any]:
     pair to this thread, as one would without seer; returns (seconds, the tensor received)."""
     import torch
 
+    torch.zeros(1, device=device)  # CUDA's start-up is not part of the transfer
     left, right = socket.socketpair()
 
     def send() -> None:
@@ -428,14 +444,15 @@ def hidden_adapter(report: Report, ctx: Context) -> None:
             LIMIT,
         )
         row.by_hand_s = hand_s
-        check(
-            hand_out.strip() == line,
-            f"seer's logits {line!r} are not PeftModel's by hand {hand_out.strip()!r}",
-        )
+        how = same_result(line, hand_out, exact=not ctx.gpu)
+        check(how, f"seer's logits {line!r} are not PeftModel's by hand {hand_out.strip()!r}")
         if ctx.base_line:
-            check(line != ctx.base_line, "the adapter does not change the base model's logits")
+            check(
+                not same_result(line, ctx.base_line, exact=False),
+                "the adapter does not change the base's logits",
+            )
         row.notes.append(
-            f"PeftModel on {expected}, the same logits as loaded by hand, unlike the base's; "
+            f"PeftModel on {expected}, {how} logits as loaded by hand, unlike the base's; "
             f"its name in neither model_info_text nor the kernel"
         )
 
