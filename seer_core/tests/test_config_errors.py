@@ -445,9 +445,9 @@ CASES = [
     ),
     Case(
         "provider-options-local-python",
-        {"provider_options": {"python": "/usr/bin/python3"}},
+        {"provider_options": {"python": "python3"}},
         "provider_options.python",
-        "'auto' or 'system'",
+        "'auto', 'system' or the absolute path of a Python interpreter",
         stage="start",
     ),
     Case(

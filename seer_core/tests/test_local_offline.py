@@ -16,7 +16,7 @@ from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError
 from seer.execution import create_notebook_session
 from seer.providers.base import MachineSpec
-from seer.providers.local.provider import LocalProvider
+from seer.providers.local.provider import LocalProvider, sandbox_dir
 from seer.state import seer_home
 
 pytestmark = pytest.mark.e2e
@@ -121,3 +121,57 @@ def test_an_unknown_local_option_is_named() -> None:
     with pytest.raises(ConfigError) as info:
         SandboxConfig(provider_options={"pyhton": "system"}).preflight()
     assert info.value.fields == ["provider_options.pyhton"]
+
+
+# --- a configured interpreter: provider_options={"python": "/path/to/python"} ------------------
+def _base_python() -> str:
+    """The interpreter this venv was made from: no seer in it."""
+    for name in (f"python{sys.version_info.major}.{sys.version_info.minor}", "python3"):
+        path = Path(sys.base_prefix) / "bin" / name
+        if path.is_file():
+            return str(path)
+    pytest.skip(f"no interpreter found under {sys.base_prefix}/bin")
+
+
+def test_a_configured_interpreter_runs_the_sandbox(offline: None) -> None:
+    config = SandboxConfig(
+        execution_mode="cli",
+        python_packages=["pytest"],
+        provider_options={"python": sys.executable},
+        timeout=120,
+    )
+    with Sandbox(config, progress=False).start() as sandbox:
+        out = sandbox.exec("python -c 'import sys, pytest, seer; print(sys.prefix); print(seer.__file__)'")
+        setup = (sandbox_dir(sandbox.sandbox_id) / "logs" / "setup.log").read_text()
+    import seer
+
+    assert out.exit_code == 0, out
+    prefix, seer_file = out.stdout.split()
+    assert sandbox.sandbox_id in prefix and seer_file == seer.__file__
+    assert "using the configured Python, which has all" in setup and sys.executable in setup
+
+
+def test_a_configured_interpreter_without_seer_is_refused_naming_it() -> None:
+    python = _base_python()
+    before = _sandboxes()
+    config = SandboxConfig(execution_mode="cli", provider_options={"python": python})
+    with pytest.raises(ConfigError) as info:
+        Sandbox(config, progress=False).start()
+    assert info.value.fields == ["provider_options.python"]
+    message = str(info.value)
+    assert python in message and "lacks: " in message and "seer-core==" in message
+    assert _sandboxes() == before
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("python3", "absolute path"),
+        ("/no/such/python", "not an executable file"),
+        ("/etc", "not an executable"),
+    ],
+)
+def test_a_configured_interpreter_must_be_an_executable_path(value: str, says: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        SandboxConfig(provider_options={"python": value}).preflight()
+    assert info.value.fields == ["provider_options.python"] and says in str(info.value)

@@ -31,9 +31,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, ClassVar
 
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
@@ -63,9 +61,12 @@ from seer.providers.local.env import (
     ensure_layer,
     index_unreachable,
     make_sandbox_env,
+    probe_interpreter,
     python_problem,
+    requirement_names,
     unsatisfied,
 )
+from seer.providers.local.options import LocalOptions, python_choice
 from seer.providers.local.sandbox_dir import (
     ID_PATTERN,
     SUPERVISOR_MODULE,
@@ -357,24 +358,6 @@ class LocalMachine(Machine):
             self._sb.update(starter=None)
 
 
-class LocalOptions(BaseModel):
-    """``SandboxConfig.provider_options`` for the local provider. Every field is optional."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    python: Literal["auto", "system"] = Field(
-        "auto",
-        description="'auto': the sandbox runs on the Python seer runs on when it has every package the "
-        "config needs, else on an environment seer builds for what it lacks (refused where no package "
-        "index can be reached: $SEER_OFFLINE, $PIP_NO_INDEX); 'system': always this Python as it is, "
-        "refusing what it lacks, and nothing is ever installed",
-    )
-
-
-def _python_choice(options: Any) -> str:
-    return options.python if isinstance(options, LocalOptions) else "auto"
-
-
 class LocalProvider(Provider):
     """Sandboxes as working directories plus processes on this machine."""
 
@@ -401,7 +384,7 @@ class LocalProvider(Provider):
             python = LocalOptions.model_validate(config.provider_options).python
             why = python_problem(list(config.python_packages), python)
             if why:
-                field = "provider_options.python" if python == "system" else "python_packages"
+                field = "python_packages" if python == "auto" else "provider_options.python"
                 problems.append(ConfigProblem(field, why))
         if config.gpu is not None and not any(p.field.startswith("gpu") for p in problems):
             found = detect_gpus()
@@ -435,10 +418,10 @@ class LocalProvider(Provider):
 
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
-        python = _python_choice(spec.options)
+        python = python_choice(spec.options)
         why = python_problem(spec.python_packages, python)
         if why:  # before anything is made: nothing to clean up
-            field = "provider_options.python" if python == "system" else "python_packages"
+            field = "python_packages" if python == "auto" else "provider_options.python"
             raise ConfigError([ConfigProblem(field, why)], title="The sandbox's Python cannot be provided")
         sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
         private_dir(local_root())
@@ -501,6 +484,16 @@ class LocalProvider(Provider):
 
         # The installer carries the sandbox's marker, so a teardown mid-build ends it too.
         build_env = {**os.environ, procs.MARKER: sandbox.id}
+        configured = python_choice(spec.options)
+        if configured not in ("auto", "system"):
+            # Checked in create(); asked again for where its packages are.
+            base = probe_interpreter(configured, requirement_names(spec.python_packages))
+            log(
+                "no environment to build: using the configured Python, which has all "
+                f"{len(spec.python_packages)} packages the sandbox needs: {configured}"
+            )
+            python = make_sandbox_env(sandbox.venv, None, base)
+            return self._finish_create(sandbox, spec, python)
         if not unsatisfied(spec.python_packages):
             offline = index_unreachable()
             # One line (progress shows one per interval), the path last where a cut loses least.
@@ -512,6 +505,9 @@ class LocalProvider(Provider):
             )
         layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log, env=build_env)
         python = make_sandbox_env(sandbox.venv, layer)
+        return self._finish_create(sandbox, spec, python)
+
+    def _finish_create(self, sandbox: SandboxDir, spec: MachineSpec, python: str) -> LocalMachine:
         if spec.snapshot is not None:
             src = Path(spec.snapshot.data["path"]) / "root"
             if not src.is_dir():
