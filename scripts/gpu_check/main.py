@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpu_check import steps, wheels
-from gpu_check.report import Report, Row
+from gpu_check.report import Report, Row, check
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu-check"
@@ -179,7 +179,19 @@ def main(argv: list[str] | None = None) -> int:
         install = gpu if args.install is None else args.install
         if install and not os.environ.get(INSIDE):
             started = time.perf_counter()
-            python = wheels.install_offline(work / "venv")
+            try:
+                python = wheels.install_offline(work / "venv")
+            except (subprocess.CalledProcessError, SystemExit) as exc:
+                report = Report("GPU check" if gpu else "GPU check, --cpu")
+                with report.step("install seer from .gpu-wheels, offline") as row:
+                    row.seer_s = time.perf_counter() - started
+                    if isinstance(exc, subprocess.CalledProcessError):
+                        check(False, f"pip exited {exc.returncode}; its output above names what is missing")
+                    check(False, str(exc))
+                report_path.parent.mkdir(parents=True, exist_ok=True)
+                report_path.write_text(report.markdown())
+                print(report.markdown())
+                return 1
             env = {**os.environ, INSIDE: f"{time.perf_counter() - started:.2f}"}
             again = [str(python), str(SCRIPT), "--work", str(work), "--report", str(report_path)]
             again += ["--cpu"] if args.cpu else []
