@@ -73,3 +73,19 @@ def test_first_results_compare_exactly_on_the_cpu_and_within_a_bound_on_a_gpu() 
     assert same_result(line, "cuda:0 torch.bfloat16 (1, 6, 512) -31.0", exact=False) == ""
     assert same_result(line, "cpu torch.float32 (1, 6, 512) -30.445", exact=False) == ""
     assert same_result(line, "Traceback ...", exact=False) == ""
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ci_runs_the_cpu_form_and_fails_when_it_does() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/python scripts/gpu-check --cpu || gpu_check_rc=$?" in ci
+    assert "if [[ $gpu_check_rc -ne 0 ]]; then" in ci
+
+
+def test_the_page_says_whether_the_check_has_run_on_a_gpu() -> None:
+    """Until a real run's table (with its card) is on docs/gpu.md, the page says it has not run."""
+    page = (ROOT / "docs" / "gpu.md").read_text()
+    has_table = "| install seer from .gpu-wheels, offline | passed |" in page and "card NVIDIA" in page
+    assert has_table or "has **not yet run on a GPU**" in page
