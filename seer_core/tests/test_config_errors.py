@@ -439,9 +439,24 @@ CASES = [
     Case(
         "provider-options-for-local",
         {"provider_options": {"image": "x"}},
-        "provider_options",
-        "takes no options",
+        "provider_options.image",
+        "unknown field",
         stage="start",
+    ),
+    Case(
+        "provider-options-local-python",
+        {"provider_options": {"python": "python3"}},
+        "provider_options.python",
+        "'auto', 'system' or the absolute path of a Python interpreter",
+        stage="start",
+    ),
+    Case(
+        "python-packages-offline",
+        {"python_packages": ["no-such-package-seer-test"]},
+        "python_packages",
+        "no package index can be reached to install them ($SEER_OFFLINE is set)",
+        stage="start",
+        environ={"SEER_OFFLINE": "1", "PIP_FIND_LINKS": ""},
     ),
     # --- timeout --------------------------------------------------------------------------
     Case("timeout-zero", {"timeout": 0}, "timeout", "positive"),

@@ -24,13 +24,13 @@ def _weight_bytes(size: ScaleSize, vocab: int = 512) -> int:
 def test_each_size_weighs_what_its_name_says(name: str) -> None:
     size = SIZES[name]
     assert size.name == name
-    nominal = float(name.removesuffix("MB")) * 1e6
+    nominal = float(name[:-2]) * {"MB": 1e6, "GB": 1e9}[name[-2:]]
     assert abs(_weight_bytes(size) - nominal) / nominal < 0.1, _weight_bytes(size)
     assert abs(size.approx_bytes - nominal) / nominal < 0.1
 
 
-def test_only_the_largest_is_sharded() -> None:
-    assert [s.name for s in SIZES.values() if s.max_shard_size] == ["500MB"]
+def test_only_the_two_largest_are_sharded() -> None:
+    assert [s.name for s in SIZES.values() if s.max_shard_size] == ["500MB", "4GB"]
 
 
 def test_an_unknown_size_is_refused_naming_the_choices(tmp_path: Path) -> None:

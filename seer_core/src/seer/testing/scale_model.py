@@ -5,11 +5,13 @@ matters to users loading 2-9 B parameter models is whether seer's cost stays con
 grows, so the benchmarks (``tests/bench/test_bench_scale.py``) also need checkpoints large enough
 for download, disk and load time to dominate. This module makes them, with no network:
 
-* :data:`SIZES`: ``0.4MB`` (the tiny model itself), ``50MB`` and ``500MB`` (float32), each a
+* :data:`SIZES`: ``0.4MB`` (the tiny model itself), ``50MB``, ``500MB`` and ``4GB`` (about 1 B
+  parameters, for ``scripts/gpu-check``) of float32 weights, each a
   ``LlamaForCausalLM`` with random weights built by :func:`~seer.testing.tiny_model.build_tiny_model`
   (same config, tokenizer and chat template as the tiny model, only wider and deeper); the
-  ``500MB`` one is sharded into four safetensors files with a ``model.safetensors.index.json``, as
-  large checkpoints on the Hub are, so a download fetches several files in parallel.
+  ``500MB`` and ``4GB`` ones are sharded into four safetensors files each, with a
+  ``model.safetensors.index.json``, as large checkpoints on the Hub are, so a download fetches
+  several files in parallel.
 * :func:`ensure_scale_model`: build one into ``<root>/<size>-<key>/`` once; a later call (any
   process: a file lock guards the build) finds it complete and returns at once. ``key`` changes
   with this module and the tiny model's builder, so an old build is never reused by mistake.
@@ -66,6 +68,9 @@ SIZES: dict[str, ScaleSize] = {
         ScaleSize("0.4MB", 64, 128, 2, 4, 2, approx_bytes=400_000),
         ScaleSize("50MB", 512, 1024, 5, 8, 4, approx_bytes=48_000_000),
         ScaleSize("500MB", 1024, 3072, 10, 16, 8, approx_bytes=505_000_000, max_shard_size="128MB"),
+        # About 1 B parameters (TinyLlama's shape): what scripts/gpu-check loads onto a real GPU.
+        # Not among the benchmarks' sizes: building it takes a machine with ~10 GB of memory free.
+        ScaleSize("4GB", 2048, 5632, 22, 32, 4, approx_bytes=3_880_000_000, max_shard_size="1GB"),
     )
 }
 

@@ -10,11 +10,16 @@ call ``site.addsitedir`` (so editable installs work too) it sees, behind its own
    installed or downloaded again;
 2. the client's own site-packages (where seer itself, at the client's version, lives).
 
-When the client already satisfies every requirement, no layer is made at all.
+When the client already satisfies every requirement, no layer is made at all: the sandbox runs on
+the client's own Python, and no package index is needed. Where none can be reached (an offline GPU
+box, a cluster's compute node: :func:`index_unreachable`), or where ``provider_options.python`` is
+``"system"``, a requirement the client lacks is refused before anything is made
+(:func:`python_problem`) instead of failing half-way through a start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import venv
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import cast
@@ -37,15 +43,74 @@ from seer.errors import SandboxError
 
 _COMPLETE = ".seer-env-complete"
 
+#: Set (``1``) where no package index can be reached from this machine: seer then installs nothing
+#: and refuses a requirement the client's Python lacks. ``PIP_NO_INDEX``, ``UV_OFFLINE`` and
+#: ``UV_NO_INDEX`` say the same to pip and uv, and seer reads them too.
+OFFLINE_ENV = "SEER_OFFLINE"
+_OFFLINE_SIGNALS = (OFFLINE_ENV, "PIP_NO_INDEX", "UV_OFFLINE", "UV_NO_INDEX")
+#: Folders (or pages) of wheels the installers read besides an index: offline, they still serve.
+_LOCAL_SOURCES = ("PIP_FIND_LINKS", "UV_FIND_LINKS")
 
-def unsatisfied(requirements: list[str]) -> list[str]:
-    """The requirements the client's environment does not already satisfy.
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def index_unreachable(env: Mapping[str, str] | None = None) -> str | None:
+    """Why no package index can be reached from here (the variable that says so), or None.
+
+    seer does not probe the network for it: an index that is slow to refuse would stall every
+    start. ``$SEER_OFFLINE``, ``$PIP_NO_INDEX``, ``$UV_OFFLINE`` or ``$UV_NO_INDEX`` set to a true
+    value (``1``, ``true``, ``yes``, ``on``) says it."""
+    env = os.environ if env is None else env
+    for name in _OFFLINE_SIGNALS:
+        if _truthy(env.get(name)):
+            return f"${name} is set"
+    return None
+
+
+def python_problem(
+    requirements: list[str], python: str = "auto", env: Mapping[str, str] | None = None
+) -> str | None:
+    """Why the client's Python cannot serve a sandbox needing ``requirements`` (None: it can, or
+    seer may install what it lacks).
+
+    ``python="system"`` uses this Python as it is, so whatever it lacks is a problem; ``"auto"``
+    installs what it lacks, unless no index can be reached and no local wheels
+    (``PIP_FIND_LINKS`` / ``UV_FIND_LINKS``) are named. A path is another interpreter, used as it
+    is: it must run, and have the requirements and this seer-core (its runtime runs there)."""
+    if python not in ("auto", "system"):
+        return _interpreter_problem(requirements, python)
+    missing = unsatisfied(requirements)
+    if not missing:
+        return None
+    env = os.environ if env is None else env
+    listed = ", ".join(missing)
+    if python == "system":
+        return (
+            f"provider_options python='system' runs the sandbox on this machine's Python "
+            f"({sys.executable}) as it is, and it lacks: {listed}; install them into it "
+            f"({sys.executable} -m pip install ...), or leave python at 'auto' so that seer builds "
+            "an environment for them"
+        )
+    offline = index_unreachable(env)
+    if offline and not any(env.get(name) for name in _LOCAL_SOURCES):
+        return (
+            f"this machine's Python ({sys.executable}) lacks: {listed}, and no package index can "
+            f"be reached to install them ({offline}); install them into this Python, or name a "
+            "folder of their wheels in PIP_FIND_LINKS, or leave them out of the config"
+        )
+    return None
+
+
+def unsatisfied(requirements: list[str], interpreter: Interpreter | None = None) -> list[str]:
+    """The requirements the client's environment (or ``interpreter``'s) does not already satisfy.
 
     Each named distribution is looked up on its own: listing every installed one would parse
     hundreds of metadata files on every ``start()``, with or without ``python_packages``."""
     if not requirements:
         return []
-    env = cast("dict[str, str]", default_environment())
+    env = interpreter.markers if interpreter else cast("dict[str, str]", default_environment())
     missing = []
     for raw in requirements:
         try:
@@ -58,7 +123,10 @@ def unsatisfied(requirements: list[str]) -> list[str]:
         if req.url:
             missing.append(raw)
             continue
-        version = _installed_version(req.name)
+        if interpreter is None:
+            version = _installed_version(req.name)
+        else:
+            version = interpreter.versions.get(canonicalize_name(req.name))
         if version is None or (req.specifier and not req.specifier.contains(version, prereleases=True)):
             missing.append(raw)
     return missing
@@ -70,6 +138,109 @@ def _installed_version(name: str) -> str | None:
         return metadata.version(canonicalize_name(name))
     except metadata.PackageNotFoundError:
         return None
+
+
+#: Run by another interpreter: the versions of the distributions named in argv, its site-packages
+#: folders and its environment markers (what ``packaging.markers.default_environment`` gives),
+#: with the standard library only.
+_PROBE = r"""
+import json, os, platform, site, sys
+from importlib import metadata
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+dirs = list(site.getsitepackages())
+user = site.getusersitepackages()
+if site.ENABLE_USER_SITE and user and os.path.isdir(user):
+    dirs.append(user)
+dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and p not in dirs]
+impl = sys.implementation
+markers = {
+    "implementation_name": impl.name,
+    "implementation_version": "{0.major}.{0.minor}.{0.micro}".format(impl.version),
+    "os_name": os.name,
+    "platform_machine": platform.machine(),
+    "platform_release": platform.release(),
+    "platform_system": platform.system(),
+    "platform_version": platform.version(),
+    "python_full_version": platform.python_version(),
+    "platform_python_implementation": platform.python_implementation(),
+    "python_version": ".".join(platform.python_version_tuple()[:2]),
+    "sys_platform": sys.platform,
+}
+print(json.dumps({"versions": {n: version(n) for n in sys.argv[1:]}, "markers": markers,
+                  "sites": [d for d in dirs if os.path.isdir(d)], "minor": "%d.%d" % sys.version_info[:2]}))
+"""
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """What seer knows of a configured Python (``provider_options.python`` as a path)."""
+
+    path: str
+    #: canonical name -> installed version (None: not installed), for the names asked about
+    versions: dict[str, str | None]
+    markers: dict[str, str]
+    sites: list[str]
+    #: ``3.12``
+    minor: str
+
+
+def requirement_names(requirements: list[str]) -> list[str]:
+    """The distribution names of ``requirements`` (URLs and paths left out)."""
+    names = []
+    for raw in requirements:
+        with contextlib.suppress(InvalidRequirement):
+            names.append(Requirement(raw).name)
+    return names
+
+
+def probe_interpreter(python: str, names: list[str]) -> Interpreter:
+    """Ask the interpreter ``python`` for the versions of ``names`` and where its packages are.
+    Raises :class:`SandboxError` saying why when it does not run or answer."""
+    wanted = sorted({canonicalize_name(n) for n in names})
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE, *wanted],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxError(f"the configured Python {python} could not be run: {exc}") from None
+    try:
+        facts = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (IndexError, ValueError):
+        facts = None
+    if not isinstance(facts, dict):
+        raise SandboxError(
+            f"the configured Python {python} did not answer seer's probe (exit {proc.returncode}): "
+            f"{proc.stderr.strip()[-500:]}"
+        )
+    return Interpreter(python, facts["versions"], facts["markers"], facts["sites"], facts["minor"])
+
+
+def _interpreter_problem(requirements: list[str], python: str) -> str | None:
+    """What the configured interpreter ``python`` lacks of ``requirements`` and this seer-core."""
+    from seer import __version__
+
+    wanted = [*requirements, f"seer-core=={__version__}"]
+    try:
+        missing = unsatisfied(wanted, probe_interpreter(python, requirement_names(wanted)))
+    except SandboxError as exc:
+        return str(exc)
+    if not missing:
+        return None
+    return (
+        f"the configured Python ({python}) runs the sandbox as it is, and it lacks: {', '.join(missing)} "
+        f"(seer-core at the client's version runs seer's side of the sandbox there); install them "
+        f"into it ({python} -m pip install ...)"
+    )
 
 
 def _client_site_dirs() -> list[str]:
@@ -122,14 +293,27 @@ def _installer(env_python: Path) -> list[str]:
     )
 
 
-def _purelib(env_dir: Path) -> Path:
-    return env_dir / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+def _purelib(env_dir: Path, minor: str | None = None) -> Path:
+    minor = minor or f"{sys.version_info.major}.{sys.version_info.minor}"
+    return env_dir / "lib" / f"python{minor}" / "site-packages"
 
 
-def _new_venv(env_dir: Path, pth_lines: list[str]) -> Path:
-    """A pip-less venv whose ``.pth`` runs ``pth_lines``; returns its interpreter."""
-    venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(env_dir)
-    purelib = _purelib(env_dir)
+def _new_venv(env_dir: Path, pth_lines: list[str], base: Interpreter | None = None) -> Path:
+    """A pip-less venv (of ``base``, default this interpreter) whose ``.pth`` runs ``pth_lines``;
+    returns its interpreter."""
+    if base is None:
+        venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(env_dir)
+    else:
+        made = subprocess.run(
+            [base.path, "-m", "venv", "--without-pip", "--clear", str(env_dir)],
+            capture_output=True,
+            text=True,
+        )
+        if made.returncode:
+            raise SandboxError(
+                f"{base.path} -m venv failed (exit {made.returncode}): {made.stderr.strip()[-500:]}"
+            )
+    purelib = _purelib(env_dir, base.minor if base else None)
     purelib.mkdir(parents=True, exist_ok=True)
     (purelib / "_seer_layers.pth").write_text("\n".join(pth_lines) + "\n")
     python = env_dir / "bin" / "python"
@@ -147,8 +331,11 @@ def _addsitedir_lines(dirs: list[str]) -> list[str]:
     return [f"import site; site.addsitedir({d!r})" for d in dirs]
 
 
-def make_sandbox_env(env_dir: Path, layer: Path | None) -> str:
-    """The sandbox's own venv, seeing ``layer`` (if any) and the client's site-packages."""
+def make_sandbox_env(env_dir: Path, layer: Path | None, base: Interpreter | None = None) -> str:
+    """The sandbox's own venv, seeing ``layer`` (if any) and the client's site-packages; or, with
+    ``base``, a venv of that interpreter seeing its site-packages."""
+    if base is not None:
+        return str(_new_venv(env_dir, _addsitedir_lines(base.sites), base))
     dirs = [str(_purelib(layer))] if layer is not None else _client_site_dirs()
     return str(_new_venv(env_dir, _addsitedir_lines(dirs)))
 

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import (
+    ConfigError,
     ConfigProblem,
     InvalidSandboxIdError,
     SandboxNotFoundError,
@@ -56,7 +57,16 @@ from seer.providers.base import (
     command_text,
 )
 from seer.providers.kit import OutputPump, detect_gpus, gpu_matches, pump_popen
-from seer.providers.local.env import ensure_layer, make_sandbox_env
+from seer.providers.local.env import (
+    ensure_layer,
+    index_unreachable,
+    make_sandbox_env,
+    probe_interpreter,
+    python_problem,
+    requirement_names,
+    unsatisfied,
+)
+from seer.providers.local.options import LocalOptions, python_choice
 from seer.providers.local.sandbox_dir import (
     ID_PATTERN,
     SUPERVISOR_MODULE,
@@ -363,10 +373,19 @@ class LocalProvider(Provider):
         max_lifetime=None,
         installs_system_packages=False,
     )
+    options_model = LocalOptions
 
     @classmethod
     def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
         problems = super().check_config(config)
+        if not any(p.field.startswith("provider_options") for p in problems):
+            # The packages the config names; create() checks them again with those its execution
+            # mode and models add, before it makes anything.
+            python = LocalOptions.model_validate(config.provider_options).python
+            why = python_problem(list(config.python_packages), python)
+            if why:
+                field = "python_packages" if python == "auto" else "provider_options.python"
+                problems.append(ConfigProblem(field, why))
         if config.gpu is not None and not any(p.field.startswith("gpu") for p in problems):
             found = detect_gpus()
             matching = [g for g in found if gpu_matches(config.gpu, g)]
@@ -399,6 +418,11 @@ class LocalProvider(Provider):
 
     # --- lifecycle ------------------------------------------------------------------------
     def create(self, spec: MachineSpec) -> Machine:
+        python = python_choice(spec.options)
+        why = python_problem(spec.python_packages, python)
+        if why:  # before anything is made: nothing to clean up
+            field = "python_packages" if python == "auto" else "provider_options.python"
+            raise ConfigError([ConfigProblem(field, why)], title="The sandbox's Python cannot be provided")
         sandbox = SandboxDir(f"local-{secrets.token_hex(5)}")
         private_dir(local_root())
         private_dir(sandbox.dir, exist_ok=False)
@@ -460,8 +484,30 @@ class LocalProvider(Provider):
 
         # The installer carries the sandbox's marker, so a teardown mid-build ends it too.
         build_env = {**os.environ, procs.MARKER: sandbox.id}
+        configured = python_choice(spec.options)
+        if configured not in ("auto", "system"):
+            # Checked in create(); asked again for where its packages are.
+            base = probe_interpreter(configured, requirement_names(spec.python_packages))
+            log(
+                "no environment to build: using the configured Python, which has all "
+                f"{len(spec.python_packages)} packages the sandbox needs: {configured}"
+            )
+            python = make_sandbox_env(sandbox.venv, None, base)
+            return self._finish_create(sandbox, spec, python)
+        if not unsatisfied(spec.python_packages):
+            offline = index_unreachable()
+            # One line (progress shows one per interval), the path last where a cut loses least.
+            log(
+                "no environment to build: using this machine's Python, which has all "
+                f"{len(spec.python_packages)} packages the sandbox needs"
+                + (f" (offline: {offline})" if offline else "")
+                + f": {sys.executable}"
+            )
         layer = ensure_layer(spec.python_packages, seer_home() / "envs", log=log, env=build_env)
         python = make_sandbox_env(sandbox.venv, layer)
+        return self._finish_create(sandbox, spec, python)
+
+    def _finish_create(self, sandbox: SandboxDir, spec: MachineSpec, python: str) -> LocalMachine:
         if spec.snapshot is not None:
             src = Path(spec.snapshot.data["path"]) / "root"
             if not src.is_dir():
@@ -583,4 +629,4 @@ def sandbox_dir(sandbox_id: str) -> Path:
     return SandboxDir(sandbox_id).dir
 
 
-__all__ = ["LocalMachine", "LocalProvider", "detect_gpus", "sandbox_dir"]
+__all__ = ["LocalMachine", "LocalOptions", "LocalProvider", "detect_gpus", "sandbox_dir"]
