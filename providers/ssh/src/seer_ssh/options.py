@@ -55,6 +55,12 @@ class SshOptions(BaseModel):
     base_dir: str = Field("~/.seer", description="seer's folder on the remote host ('~' is the remote home)")
     python: str = Field("python3", description="the remote Python (>= 3.11) environments are made from")
     connect_timeout: float = Field(20.0, gt=0, description="seconds to wait for the connection")
+    jump: SshOptions | None = Field(
+        None,
+        description="a host to connect through (OpenSSH's ProxyJump): the connection to this host "
+        "travels as a forwarded channel of the connection to ``jump`` (how seer-slurm reaches "
+        "compute nodes through a cluster's login node)",
+    )
 
     @field_validator("host")
     @classmethod
@@ -88,8 +94,9 @@ class SshOptions(BaseModel):
 
     @property
     def address(self) -> str:
-        """``user@host:port``, for messages."""
-        return f"{self.user}@{self.host}:{self.port}"
+        """``user@host:port`` (``... via user@jump:port`` through a jump host), for messages."""
+        via = f" via {self.jump.address}" if self.jump is not None else ""
+        return f"{self.user}@{self.host}:{self.port}{via}"
 
     def key_path(self) -> str | None:
         return os.path.expanduser(self.key_file) if self.key_file else None
