@@ -47,7 +47,15 @@ from pydantic import ValidationError
 from seer.config import GPU_CATALOGUE, SandboxConfig
 from seer.errors import ConfigProblem, SandboxError, SandboxNotFoundError
 from seer.ids import check_sandbox_id
-from seer.providers.base import Availability, Capabilities, MachineInfo, MachineSpec, MachineStatus, Provider
+from seer.providers.base import (
+    DETAIL_LABEL,
+    Availability,
+    Capabilities,
+    MachineInfo,
+    MachineSpec,
+    MachineStatus,
+    Provider,
+)
 from seer.providers.kit import Ledger, OutputPump
 from seer.providers.wheel import runtime_requirements, runtime_wheel
 from seer_ssh.connection import Connection, SshConnectError, connect
@@ -326,6 +334,7 @@ class SlurmProvider(Provider):
         self, login: Connection, sandbox_id: str, spec: MachineSpec, options: SlurmOptions, base: str
     ) -> SlurmMachine:
         slurm_dir = posixpath.join(base, "slurm")
+        spec.report(f"sandbox {sandbox_id} on the cluster of {login.options.address}, in {base}")
         self._prepare_env(login, base, spec)
         agent_path = _put_once(login, slurm_dir, "agent", AGENT)
         supervisor = _put_once(login, slurm_dir, "supervisor", SUPERVISOR)
@@ -526,6 +535,7 @@ class SlurmProvider(Provider):
                             "slurm.elapsed": job["elapsed"],
                             "slurm.limit": job["limit"],
                             "slurm.login": options.login().address,
+                            DETAIL_LABEL: _detail(job),
                         },
                     )
                 )
@@ -586,6 +596,14 @@ class _NodeMachine(SshMachine):
     made from its record after)."""
 
     provider_name = "slurm"
+
+
+def _detail(job: dict[str, str]) -> str:
+    """``seer ls``'s line about a job: ``job 12 RUNNING on c1, 1:05 of 11:00`` (the reason
+    while it waits: ``job 13 PENDING (Resources), 0:00 of 11:00``)."""
+    state = job["state"] if job["state"] == "RUNNING" else f"{job['state']} ({job['reason']})"
+    where = f" on {job['nodes']}" if job["nodes"] and job["state"] == "RUNNING" else ""
+    return f"job {job['job_id']} {state}{where}, {job['elapsed']} of {job['limit']}"
 
 
 def _connect_lazily(options: Any) -> Connection:

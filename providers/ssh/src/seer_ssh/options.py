@@ -22,7 +22,7 @@ import posixpath
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -105,7 +105,7 @@ class SshOptions(BaseModel):
         return Path(os.path.expanduser(self.known_hosts))
 
     @classmethod
-    def resolve(cls, raw: dict[str, Any]) -> SshOptions:
+    def resolve(cls, raw: dict[str, Any]) -> Self:
         """``provider_options`` with a host named in the hosts file filled in from it (the
         config's own fields win)."""
         entry = named_hosts().get(str(raw.get("host", "")))

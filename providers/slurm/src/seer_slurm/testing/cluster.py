@@ -330,18 +330,18 @@ class SlurmCluster:
             image, detach=True, name=f"{self.name}-login", network_mode="host", **common
         )
         self.login = Node("login", login)
-        for node in self.node_names:
+        for node_name in self.node_names:
             container = client.containers.run(
                 image,
                 detach=True,
-                name=f"{self.name}-{node}",
-                hostname=node,
+                name=f"{self.name}-{node_name}",
+                hostname=node_name,
                 network=self.name,
                 **{**common, "cap_add": ["SYS_PTRACE", "NET_ADMIN", "MKNOD"]},
             )
             container.reload()
             addr = container.attrs["NetworkSettings"]["Networks"][self.name]["IPAddress"]
-            self.computes.append(Node(node, container, addr))
+            self.computes.append(Node(node_name, container, addr))
         login_host = self.login.exec("hostname -s").stdout.strip()
         ctld_port = free_port()
         self.port = free_port()
