@@ -10,6 +10,7 @@ import os
 import posixpath
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,9 @@ def test_gres_time_and_listing(slurm_cluster: SlurmCluster) -> None:
     assert not [
         j for j in _seer_jobs(slurm_cluster) if j["state"] == "RUNNING" and sb.sandbox_id in j["name"]
     ]
+    # the supervisor removed its job script, node file and output as its job ended
+    left = f"ls ~/.seer-slurm/slurm/ | grep {sb.sandbox_id} || true"
+    _wait(lambda: not slurm_cluster.run(left).stdout.strip(), "the job's files to be removed")
 
 
 def test_queued_job_reports_its_reason_and_cancels_cleanly(slurm_cluster: SlurmCluster) -> None:
@@ -157,18 +161,8 @@ def test_orphan_found_used_and_ended_from_a_fresh_home(
 ) -> None:
     config = _config(slurm_cluster, timeout=600)
     sandbox_id = killed_client(config, name="orphan")
-    hosts = tmp_path / "ssh-hosts.toml"
-    options = slurm_cluster.options()
-    hosts.write_text(
-        # JSON's strings, numbers and booleans are TOML's too
-        "[hosts.cluster]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in options.items())
-    )
-    env = {
-        **os.environ,
-        "SEER_HOME": str(tmp_path / "fresh-home"),
-        "SEER_SSH_HOSTS_FILE": str(hosts),
-        "SEER_SLURM_HOSTS": "cluster",
-    }
+    fresh = _fresh_home(slurm_cluster, tmp_path)
+    env = {**os.environ, **fresh}
     try:
         listed = subprocess.run(
             [sys.executable, "-m", "seer", "ls", "--json"],
@@ -203,9 +197,8 @@ def test_orphan_found_used_and_ended_from_a_fresh_home(
         )
         assert down.returncode == 0, down.stderr
     finally:
-        monkeypatch.setenv("SEER_HOME", env["SEER_HOME"])
-        monkeypatch.setenv("SEER_SSH_HOSTS_FILE", str(hosts))
-        monkeypatch.setenv("SEER_SLURM_HOSTS", "cluster")
+        for key, value in fresh.items():
+            monkeypatch.setenv(key, value)
         SlurmProvider().terminate(sandbox_id)
     _wait(lambda: not _seer_jobs(slurm_cluster), "squeue to show nothing of seer's")
     for name in slurm_cluster.node_names:
@@ -229,6 +222,39 @@ def test_slurm_ends_an_orphan_at_its_time_limit(slurm_cluster: SlurmCluster) -> 
         assert SlurmProvider().attach(sandbox_id).status() is MachineStatus.EXPIRED
     finally:
         SlurmProvider().terminate(sandbox_id)
+
+
+def test_list_removes_records_of_sandboxes_ended_long_ago(
+    slurm_cluster: SlurmCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, recent = "slurm-00000000a1d0", "slurm-00000000fe57"
+    for sandbox_id, ended in ((old, 1.0), (recent, time.time())):
+        record = json.dumps({"id": sandbox_id, "status": "expired", "ended_at": ended})
+        slurm_cluster.run(
+            f"mkdir -p ~/.seer-slurm/sandboxes/{sandbox_id} ~/.seer-slurm/slurm "
+            f"&& echo '{record}' > ~/.seer-slurm/sandboxes/{sandbox_id}/meta.json "
+            f"&& touch ~/.seer-slurm/slurm/{sandbox_id}.log"
+        ).check()
+    for key, value in _fresh_home(slurm_cluster, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    SlurmProvider().list()
+    listing = slurm_cluster.run("ls ~/.seer-slurm/sandboxes ~/.seer-slurm/slurm").check().stdout
+    assert old not in listing and recent in listing
+
+
+def _fresh_home(cluster: SlurmCluster, tmp_path: Path) -> dict[str, str]:
+    """The environment of a client that knows nothing of the cluster's sandboxes (a fresh
+    ``$SEER_HOME``) and names the cluster in ``$SEER_SLURM_HOSTS``, by an entry of its SSH hosts
+    file that holds the cluster's key, as on another machine of the user's."""
+    hosts = tmp_path / "ssh-hosts.toml"
+    # JSON's strings, numbers and booleans are TOML's too
+    entries = "".join(f"{k} = {json.dumps(v)}\n" for k, v in cluster.options().items())
+    hosts.write_text("[hosts.cluster]\n" + entries)
+    return {
+        "SEER_HOME": str(tmp_path / "fresh-home"),
+        "SEER_SSH_HOSTS_FILE": str(hosts),
+        "SEER_SLURM_HOSTS": "cluster",
+    }
 
 
 def _marked(cluster: SlurmCluster, node: str, sandbox_id: str) -> list[tuple[int, str]]:

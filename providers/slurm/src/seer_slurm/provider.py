@@ -58,6 +58,7 @@ from seer.providers.base import (
 )
 from seer.providers.kit import Ledger, OutputPump
 from seer.providers.wheel import runtime_requirements, runtime_wheel
+from seer.state import RECORD_TTL
 from seer_ssh.connection import Connection, SshConnectError, connect
 from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import AGENT, SshMachine, agent, provision
@@ -71,6 +72,26 @@ __all__ = ["SlurmMachine", "SlurmProvider", "partitions"]
 SUPERVISOR = resources.files("seer_slurm").joinpath("supervisor.py").read_text()
 #: Jobs seer submits are named ``seer-<sandbox id>``.
 _JOB_NAME = re.compile(r"^seer-(slurm-[0-9a-f]{12})$")
+#: Run on the login node by ``list``: removes the records of sandboxes that ended more than TTL
+#: seconds ago (``python3 -c SWEEP BASE TTL``), and what their jobs left in ``<base>/slurm/``.
+_SWEEP = """
+import json, os, shutil, sys, time
+base, ttl = sys.argv[1], float(sys.argv[2])
+root = os.path.join(base, "sandboxes")
+for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    try:
+        with open(os.path.join(root, name, "meta.json")) as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError):
+        continue
+    if meta.get("status") != "running" and time.time() - float(meta.get("ended_at") or time.time()) > ttl:
+        shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        for suffix in (".sh", ".node", ".log"):
+            try:
+                os.unlink(os.path.join(base, "slurm", name + suffix))
+            except OSError:
+                pass
+"""
 #: squeue's fields for seer's jobs: id, name, state, reason, node list, elapsed, time limit.
 _SQUEUE_FORMAT = "%i|%j|%T|%r|%N|%M|%l"
 _WAITING = ("PENDING", "CONFIGURING", "REQUEUED", "RESIZING", "SUSPENDED")
@@ -513,6 +534,8 @@ class SlurmProvider(Provider):
             except (SandboxError, OSError):
                 unreachable.add(key)
                 continue
+            with contextlib.suppress(SandboxError):  # housekeeping: a failure here hides nothing
+                login.run(login.python_line(_SWEEP, base, str(RECORD_TTL)), timeout=60)
             for sandbox_id, job in jobs.items():
                 meta = _read_meta(login, base, sandbox_id)
                 if meta.get("status") not in (None, MachineStatus.RUNNING.value):

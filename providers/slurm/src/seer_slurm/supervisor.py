@@ -11,7 +11,9 @@ as long as the sandbox lives:
 * on SIGTERM (``scancel``, or SLURM at the job's ``--time``) it ends the sandbox with seer-ssh's
   agent (``AGENT end``: every process carrying the sandbox's mark is killed, notebooks and outputs
   kept on the cluster, its files removed) as ``expired``: a client that ends it itself records
-  ``terminated`` first, and the first status written stands.
+  ``terminated`` first, and the first status written stands;
+* as it exits it removes its job script and node file (and its output, when the sandbox ended as
+  it should: a job that ended otherwise keeps it, to say why).
 """
 
 import json
@@ -56,6 +58,20 @@ def main(argv: list[str]) -> int:
         json.dump(info, fh)
     os.replace(node_file + ".tmp", node_file)
     meta = os.path.join(base, "sandboxes", sandbox_id, "meta.json")
+    try:
+        return _supervise(agent, base, sandbox_id, meta)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stem = os.path.join(base, "slurm", sandbox_id)
+        ended = _status(meta) not in (None, "running")
+        for suffix in (".sh", ".node", *([".log"] if ended else [])):
+            try:
+                os.unlink(stem + suffix)
+            except OSError:
+                pass
+
+
+def _supervise(agent: str, base: str, sandbox_id: str, meta: str) -> int:
     started = time.monotonic()
     made = False
     try:
@@ -69,7 +85,6 @@ def main(argv: list[str]) -> int:
                 return 1
             time.sleep(1.0)
     except _Stop:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if made or _status(meta) is not None:
             subprocess.run([sys.executable, agent, "end", base, sandbox_id, "expired"], check=False)
         return 0
