@@ -142,7 +142,18 @@ def build_all(session: nox.Session) -> Path:
 
 
 #: The extras install_check installs one at a time ("" is the bare ``seer``).
-INSTALL_CHECK_EXTRAS = ["", "docker", "mcp", "modal", "ssh", "runpod", "toolkit", "models", "notebook"]
+INSTALL_CHECK_EXTRAS = [
+    "",
+    "docker",
+    "mcp",
+    "modal",
+    "ssh",
+    "runpod",
+    "slurm",
+    "toolkit",
+    "models",
+    "notebook",
+]
 #: Extras that need not bring the client-side packages (seer.extras.CLIENT_PACKAGES), as in
 #: tests/test_versions.py; the bare ``seer`` must instead say which extra to install.
 NOT_SELF_SUFFICIENT = {"", "models"}

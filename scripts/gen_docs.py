@@ -35,6 +35,7 @@ PROVIDERS = [
     ("docker", "seer-docker", "seer_docker"),
     ("ssh", "seer-ssh", "seer_ssh"),
     ("runpod", "seer-runpod", "seer_runpod"),
+    ("slurm", "seer-slurm", "seer_slurm"),
     ("modal", "seer-modal", "seer_modal"),
 ]
 

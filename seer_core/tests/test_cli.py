@@ -568,3 +568,25 @@ def test_python_dash_m_seer():
         [sys.executable, "-m", "seer", "--version"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0 and result.stdout.startswith("seer ")
+
+
+def test_ls_shows_a_providers_detail_column_only_when_one_gives_it(run, monkeypatch):
+    from seer.providers.base import DETAIL_LABEL
+
+    monkeypatch.setenv("COLUMNS", "160")  # the table is as wide as the terminal
+    now = time.time()
+    plain = MachineInfo("local-0123456789", "local", "plain", MachineStatus.RUNNING, now, now + 600)
+    monkeypatch.setattr(cli, "_all_machines", lambda: [plain])
+    assert "DETAIL" not in run("ls").stdout
+    job = MachineInfo(
+        "slurm-0123456789ab",
+        "slurm",
+        "job",
+        MachineStatus.RUNNING,
+        now,
+        now + 600,
+        {DETAIL_LABEL: "job 12 RUNNING on c1, 1:05 of 11:00"},
+    )
+    monkeypatch.setattr(cli, "_all_machines", lambda: [plain, job])
+    out = run("ls").stdout
+    assert "DETAIL" in out and "job 12 RUNNING on c1, 1:05 of 11:00" in out

@@ -41,7 +41,7 @@ from seer.errors import (
     UnknownPluginError,
 )
 from seer.ids import sandbox_id_providers
-from seer.providers.base import MachineInfo, MachineStatus
+from seer.providers.base import DETAIL_LABEL, MachineInfo, MachineStatus
 
 __all__ = ["create_app", "main"]
 
@@ -267,7 +267,9 @@ def ls(
 
     A sandbox whose client or supervisor died is shown as `lost` or `expired`, never as
     running; one whose `seer up` (or `Sandbox.start()`) has not finished is `starting`, and ends
-    itself (`lost`) if that client dies first. Ended sandboxes are listed for a day. With --json,
+    itself (`lost`) if that client dies first. Ended sandboxes are listed for a day. A provider may
+    add a line of its own in a DETAIL column (slurm: the job's state, node, elapsed time and
+    limit). With --json,
     prints an array of objects with `sandbox_id`, `provider`, `name`, `status`, `created_at`,
     `expires_at` (ISO 8601, UTC) and `labels`.
     """
@@ -282,7 +284,9 @@ def ls(
         return
     now = time.time()
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "PROVIDER", "NAME", "STATUS", "AGE", "EXPIRES IN"):
+    # a provider's own line about a machine (a SLURM job's state, node, elapsed time and limit)
+    details = any(m.labels.get(DETAIL_LABEL) for m in machines)
+    for column in ("ID", "PROVIDER", "NAME", "STATUS", "AGE", "EXPIRES IN", *(["DETAIL"] if details else [])):
         table.add_column(column, no_wrap=column in ("ID", "STATUS"))
     for m in machines:
         if not m.status.alive:
@@ -298,6 +302,7 @@ def ls(
             f"[{_STATUS_STYLE.get(m.status, '')}]{m.status.value}[/]",
             _duration(now - m.created_at),
             expires,
+            *([escape(m.labels.get(DETAIL_LABEL, ""))] if details else []),
         )
     _stdout().print(table)
 

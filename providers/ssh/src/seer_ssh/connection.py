@@ -113,10 +113,12 @@ class Connection:
             else:
                 client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
+            sock = self._through_jump()
             client.connect(
                 opts.host,
                 opts.port,
                 opts.user,
+                sock=sock,
                 key_filename=opts.key_path(),
                 allow_agent=opts.use_agent,
                 look_for_keys=opts.key_file is None,
@@ -144,6 +146,26 @@ class Connection:
         self._client = client
         self._sftp = None
         self.connects += 1
+
+    def _through_jump(self) -> paramiko.Channel | None:
+        """With ``options.jump``: a channel to this host's sshd over the jump host's connection
+        (this process's pooled one), which paramiko speaks SSH over; else None."""
+        jump = self.options.jump
+        if jump is None:
+            return None
+        try:
+            return connect(jump).transport.open_channel(
+                "direct-tcpip",
+                (self.options.host, self.options.port),
+                ("127.0.0.1", 0),
+                timeout=self.options.connect_timeout,
+            )
+        except (OSError, EOFError, _ssh_exception()) as exc:
+            if isinstance(exc, SshConnectError):
+                raise
+            raise SshConnectError(
+                f"could not reach {self.options.host}:{self.options.port} through {jump.address}: {exc}"
+            ) from None
 
     def _offered_key(self) -> paramiko.PKey | None:
         import paramiko

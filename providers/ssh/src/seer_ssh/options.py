@@ -22,7 +22,7 @@ import posixpath
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -61,6 +61,12 @@ class SshOptions(BaseModel):
         "so the agent can read the host's shared model cache, other sandboxes and the user's files "
         "there and may identify the model (refused by default)",
     )
+    jump: SshOptions | None = Field(
+        None,
+        description="a host to connect through (OpenSSH's ProxyJump): the connection to this host "
+        "travels as a forwarded channel of the connection to ``jump`` (how seer-slurm reaches "
+        "compute nodes through a cluster's login node)",
+    )
 
     @field_validator("host")
     @classmethod
@@ -94,8 +100,9 @@ class SshOptions(BaseModel):
 
     @property
     def address(self) -> str:
-        """``user@host:port``, for messages."""
-        return f"{self.user}@{self.host}:{self.port}"
+        """``user@host:port`` (``... via user@jump:port`` through a jump host), for messages."""
+        via = f" via {self.jump.address}" if self.jump is not None else ""
+        return f"{self.user}@{self.host}:{self.port}{via}"
 
     def key_path(self) -> str | None:
         return os.path.expanduser(self.key_file) if self.key_file else None
@@ -104,7 +111,7 @@ class SshOptions(BaseModel):
         return Path(os.path.expanduser(self.known_hosts))
 
     @classmethod
-    def resolve(cls, raw: dict[str, Any]) -> SshOptions:
+    def resolve(cls, raw: dict[str, Any]) -> Self:
         """``provider_options`` with a host named in the hosts file filled in from it (the
         config's own fields win)."""
         entry = named_hosts().get(str(raw.get("host", "")))

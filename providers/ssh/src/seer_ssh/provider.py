@@ -100,24 +100,28 @@ def host_problems(config: SandboxConfig, options: SshOptions, conn: Connection) 
     return problems
 
 
-def hidden_model_problems(config: SandboxConfig, options: SshOptions) -> list[ConfigProblem]:
+def hidden_model_problems(
+    config: SandboxConfig, options: SshOptions, *, provider: str = "ssh"
+) -> list[ConfigProblem]:
     """Hidden models, refused unless ``allow_unisolated_hidden_models``: every sandbox on the host
     runs as the login user, so its agent reads what that user reads. The host's shared model
     cache holds models under their names, and names each blob by its content's sha256, so the
     agent could hash its hidden model's files and look them up; other sandboxes' folders (their
     secrets, and their models keys while those are being handed over) and the user's own files
-    are open to it too. seer cannot keep the guarantee there, so it does not pretend to."""
+    are open to it too. seer cannot keep the guarantee there, so it does not pretend to. seer-slurm
+    uses it too (``provider="slurm"``): a job runs as the login user on the shared filesystem."""
     if options.allow_unisolated_hidden_models:
         return []
     return [
         ConfigProblem(
             f"models[{i}].hidden",
-            f"the ssh provider cannot hide a model's identity: every sandbox on {options.address} runs "
-            f"as {options.user}, so the agent can read what {options.user} can there (the shared model "
-            f"cache {options.base_dir}/hf-hub, where a model fetched openly sits under its name and its "
-            "files' hashes, other sandboxes' folders, your files). Use a provider that isolates the "
-            "sandbox (docker, modal), or set provider_options allow_unisolated_hidden_models=True to run "
-            "it knowing that a determined agent can find the model's name",
+            f"the {provider} provider cannot hide a model's identity: every sandbox on "
+            f"{options.address} runs as {options.user}, so the agent can read what {options.user} "
+            f"can there (the shared model cache {options.base_dir}/hf-hub, where a model fetched "
+            "openly sits under its name and its files' hashes, other sandboxes' folders, your "
+            "files). Use a provider that isolates the sandbox (docker, modal), or set "
+            "provider_options allow_unisolated_hidden_models=True to run it knowing that a "
+            "determined agent can find the model's name",
         )
         for i, model in enumerate(config.models)
         if model.hidden

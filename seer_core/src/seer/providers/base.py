@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from seer.config import RepoConfig, SandboxConfig
 
 __all__ = [
+    "DETAIL_LABEL",
     "Availability",
     "Capabilities",
     "ExecResult",
@@ -132,6 +133,12 @@ class MachineSpec:
         """Pass a line of provisioning output to :attr:`progress`, if anyone listens."""
         if self.progress is not None and text.strip():
             self.progress(text.strip())
+
+
+#: The label of :attr:`MachineInfo.labels` whose value ``seer ls`` shows in its DETAIL column: one
+#: short line of the provider's own about the machine (seer-slurm: the job's state, node, elapsed
+#: time and limit).
+DETAIL_LABEL = "seer.detail"
 
 
 @dataclass(frozen=True)
