@@ -664,6 +664,43 @@ def _skill_app() -> typer.Typer:
     return group
 
 
+@_handle_errors
+def agent_run(
+    task_file: Annotated[
+        str,
+        typer.Argument(metavar="TASK_FILE", help="The task, a text file ('-': stdin).", show_default=False),
+    ],
+    setup: Annotated[
+        Path | None,
+        typer.Option(
+            "--setup", "-s", help="A YAML or JSON file of run_agent's settings.", show_default=False
+        ),
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", "-p", help="The agent runner (claude, openai, ...).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The model to ask for.")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", help="The most model responses.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds the whole run may take (wall clock).")
+    ] = None,
+) -> None:
+    """Run an agent on a task with the setup's session, MCP servers, prompts and skills; print each
+    message, keep the transcript. Exit 0: answered; 3: stopped by a limit; 1: the agent failed."""
+    from seer.harness.command import run_from_files
+
+    overrides = {"provider": provider, "model": model, "max_turns": max_turns, "timeout": timeout}
+    code = run_from_files(task_file, str(setup) if setup is not None else None, overrides)
+    if code:
+        raise typer.Exit(code)
+
+
+def _agent_app() -> typer.Typer:
+    group = typer.Typer(name="agent", no_args_is_help=True, help="Run an agent (seer.harness.run_agent).")
+    group.command("run")(agent_run)
+    return group
+
+
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"seer {seer.__version__}")
@@ -728,6 +765,7 @@ def create_app() -> typer.Typer:
     app.command("plugins")(plugins_)
     app.command("schema")(schema)
     app.add_typer(_skill_app(), name="skill")
+    app.add_typer(_agent_app(), name="agent")
     try:
         plugins.hook().seer_register_commands(cli=app)
     except Exception as exc:
