@@ -113,21 +113,23 @@ def script(names: Callable[[str, str], str], session_id: str, load_skill: Call) 
     ]
 
 
-def check_run(run: Any, fake: Any, bench: Workbench, *, skill_loaded_by: Callable[[str], bool]) -> None:
+def check_run(run: Any, fake: Any, bench: Workbench) -> None:
     """Every step reached the fake, the notebook, and the transcript."""
     assert not fake.unknown, f"the SDK called what the fake does not implement: {fake.unknown}"
     assert run.final is not None and run.final.stop_reason == "answered", run.final
     assert run.final.text == ANSWER
     requests = fake.requests
     assert len(requests) == 6, [r.tool_results for r in requests]
-    assert requests[0].task == "Probe the model's layers"
+    assert "Probe the model's layers" in requests[0].task
     assert SKILL.name in requests[0].system, "the skills are listed in the system prompt"
     # Each tool's answer is in the next request.
     assert bench.notebook.session_id in requests[1].result()
     assert CELL_OUTPUT in requests[2].result()
     assert "the quick brown fox" in requests[3].result(), "read_notebook shows the cell just run"
     assert "42" in requests[4].result()
-    assert skill_loaded_by(requests[5].result())
+    marker = "SKILL-BODY-7731"  # in the skill's body, not its description
+    assert marker not in json.dumps(requests[4].body) and marker in json.dumps(requests[5].body)
+    assert not requests[5].tool_results[0].is_error, requests[5].tool_results
     # The cell is in the notebook, with its output.
     mirror = Path(bench.notebook.local_path)
     cells = json.loads(mirror.read_text())["cells"]

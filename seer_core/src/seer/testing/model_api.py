@@ -100,6 +100,9 @@ class FakeModelServer:
         self.requests: list[ModelRequest] = []
         #: ``"METHOD path"`` of every request to something the fake does not implement
         self.unknown: list[str] = []
+        #: model requests that are not the agent's turns (a client's own background calls: a
+        #: title, a quota check), answered ``ok`` without taking a step of the script
+        self.side_requests: list[ModelRequest] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -110,6 +113,7 @@ class FakeModelServer:
         with self._lock:
             self.script = list(script)
             self.requests.clear()
+            self.side_requests.clear()
             self.unknown.clear()
 
     # --- what subclasses implement -------------------------------------------------------
@@ -120,6 +124,11 @@ class FakeModelServer:
     def respond(self, handler: BaseHTTPRequestHandler, request: ModelRequest, step: Say | list[Call]) -> None:
         """Write the API's response for ``step`` (an answer, or tool calls) to ``handler``."""
         raise NotImplementedError
+
+    def scripted(self, request: ModelRequest) -> bool:
+        """Whether ``request`` is one of the agent's turns (takes the script's next step); the
+        default: every model request is."""
+        return True
 
     def other(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> bool:
         """Answer a request that is not a model request; False: unknown (a loud 404)."""
@@ -220,6 +229,11 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
             request = self.fake.parse(path, body)
+            if not self.fake.scripted(request):
+                with self.fake._lock:
+                    self.fake.side_requests.append(request)
+                self.fake.respond(self, request, Say("ok"))
+                return
             with self.fake._lock:
                 self.fake.requests.append(request)
             step = self.fake.step_for(request)
