@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -94,9 +95,11 @@ class FakeModelServer:
     #: POST paths that are model requests
     routes: tuple[str, ...] = ()
 
-    def __init__(self, script: Sequence[Step], *, model: str = "fake-model"):
+    def __init__(self, script: Sequence[Step], *, model: str = "fake-model", delay: float = 0.0):
         self.script = list(script)
         self.model = model
+        #: seconds each of the agent's turns takes to answer (a model thinking)
+        self.delay = delay
         self.requests: list[ModelRequest] = []
         #: ``"METHOD path"`` of every request to something the fake does not implement
         self.unknown: list[str] = []
@@ -237,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
             with self.fake._lock:
                 self.fake.requests.append(request)
             step = self.fake.step_for(request)
+            if self.fake.delay:
+                time.sleep(self.fake.delay)
         except Exception as exc:  # a broken script or request: say so to the client
             send_json(self, 500, {"error": {"type": "fake_error", "message": f"{type(exc).__name__}: {exc}"}})
             return
