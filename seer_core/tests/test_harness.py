@@ -271,3 +271,35 @@ def test_a_local_session_gives_its_directory_servers_and_skills(runners: Path) -
     assert header["mcp_servers"] == ["calc"] and header["cwd"] == str(runners / "work")
     assert run.transcript_path.parent == runners / "outputs" / "exp" / "agent-runs"
     assert "work" in run.messages[0].text
+
+
+def test_seer_agent_run_from_a_task_file_and_a_setup_file(
+    runners: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from seer.cli import create_app
+    from typer.testing import CliRunner
+
+    (runners / "method.md").write_text("Be thorough.")
+    Skill("probe", "how to probe", "Last line of the skill.").install_into(runners / "skills")
+    (runners / "task.txt").write_text("find the thing\n")
+    (runners / "setup.yaml").write_text(
+        "provider: echo\nprompts: [method.md]\nskills: [skills/probe]\nmax_turns: 5\noutputs_dir: runs\n"
+    )
+    monkeypatch.chdir(runners)
+    result = CliRunner().invoke(create_app(), ["agent", "run", "task.txt", "--setup", "setup.yaml"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-2].startswith("[final: answered] answer (echo-1; probe: Last line of the skill.")
+    (path,) = (runners / "runs").glob("*.jsonl")
+    assert lines[-1] == f"transcript: {path}"
+    assert "Be thorough." in _lines(path)[1]["text"]
+
+    stopped = CliRunner().invoke(
+        create_app(), ["agent", "run", "task.txt", "-p", "forever", "--max-turns", "2"]
+    )
+    assert stopped.exit_code == 3 and "[final: max_turns]" in stopped.output
+
+    (runners / "bad.yaml").write_text("provider: echo\nturns: 5\n")
+    bad = CliRunner().invoke(create_app(), ["agent", "run", "task.txt", "--setup", "bad.yaml"])
+    assert bad.exit_code == 2
+    assert "turns: unknown setting" in bad.output and "bad.yaml" in bad.output
