@@ -513,6 +513,23 @@ def _plugins_report() -> dict[str, Any]:
             }
             for name, reg in registry.items()
         ]
+    report["agent_runners"] = []
+    for name, reg in plugins.agent_runners().items():
+        try:
+            availability = reg.cls.availability()
+            usable, reason = availability.usable, availability.reason
+        except Exception as exc:
+            usable, reason = False, f"availability check failed: {type(exc).__name__}: {exc}"
+        report["agent_runners"].append(
+            {
+                "name": name,
+                "plugin": reg.plugin,
+                "distribution": reg.distribution,
+                "usable": usable,
+                "reason": reason or None,
+                "description": getattr(reg.cls, "description", ""),
+            }
+        )
     return report
 
 
@@ -521,7 +538,7 @@ def plugins_(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
     """Show what is installed: plugins (loaded or skipped, and why), providers (usable here or
-    not, and why), execution modes and expose modes.
+    not, and why), execution modes, expose modes and agent runners (usable here or not).
 
     Plugins are found through the `seer` entry-point group; SEER_LOAD_PLUGINS and
     SEER_DISABLE_PLUGINS choose which load.
@@ -565,6 +582,15 @@ def plugins_(
         for m in report[key]:
             t.add_row(escape(m["name"]), escape(m["distribution"]), escape(m["description"]))
         out.print(t)
+    out.print()
+    if not report["agent_runners"]:
+        out.print('[bold]Agent runners[/]: none installed (pip install "seer[claude]" or "seer[openai]")')
+        return
+    t = table("Agent runners", "NAME", "USABLE HERE", "FROM", "DESCRIPTION")
+    for r in report["agent_runners"]:
+        usable = "[green]yes[/]" if r["usable"] else f"[red]no[/]: {escape(r['reason'] or 'unknown reason')}"
+        t.add_row(escape(r["name"]), usable, escape(r["distribution"]), escape(r["description"]))
+    out.print(t)
 
 
 def config_schema() -> dict[str, Any]:
