@@ -516,7 +516,7 @@ def _plugins_report() -> dict[str, Any]:
     report["agent_runners"] = []
     for name, reg in plugins.agent_runners().items():
         try:
-            availability = reg.cls.availability()
+            availability = plugins.get_agent_runner(name).availability()
             usable, reason = availability.usable, availability.reason
         except Exception as exc:
             usable, reason = False, f"availability check failed: {type(exc).__name__}: {exc}"
