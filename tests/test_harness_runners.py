@@ -79,3 +79,50 @@ def test_claude(workbench: Workbench, tmp_path: Path, monkeypatch: pytest.Monkey
     assert not tools & {"Bash", "Read", "Write", "Edit", "WebFetch", "WebSearch"}, sorted(tools)
     assert fake.requests[0].body.get("stream") is True, "Claude Code streams; the fake answered in kind"
     check_run(run, fake, workbench)
+
+
+def test_seer_agent_run_attaches_to_the_notebook_session(workbench: Workbench, tmp_path: Path) -> None:
+    """``seer agent run`` with a setup file naming the notebook session (what a setup script
+    prints): the agent's cell lands in that notebook, and nothing printed holds a secret."""
+    pytest.importorskip("agents", reason="openai-agents is not installed")
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from seer.testing.model_api import Say
+    from seer_openai.testing import FakeOpenAI
+
+    session_id = workbench.notebook.session_id
+    cell = "print('from seer agent run', 6 * 7)"
+    (tmp_path / "task.txt").write_text("Compute 6 * 7 in the notebook.\n")
+    setup = {
+        "provider": "openai",
+        "notebook": {"session_id": session_id, "jupyter_url": workbench.notebook.jupyter_url},
+        "mcp_servers": [workbench.tools],
+        "outputs_dir": "runs",
+        "max_turns": 5,
+    }
+    (tmp_path / "setup.json").write_text(json.dumps(setup))
+    script = [Call("execute_code", {"session_id": session_id, "code": cell}), Say("It is 42.")]
+    with FakeOpenAI(script) as fake:
+        out = subprocess.run(
+            [sys.executable, "-m", "seer", "agent", "run", "task.txt", "--setup", "setup.json"],
+            cwd=tmp_path,
+            env={**os.environ, **fake.env()},
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "from seer agent run 42" in fake.requests[1].result()
+    lines = out.stdout.splitlines()
+    assert lines[-2] == "[final: answered] It is 42." and lines[-1].startswith("transcript: ")
+    transcript = Path(lines[-1].removeprefix("transcript: "))
+    assert transcript.parent == tmp_path / "runs" and transcript.is_file()
+    for secret in workbench.secrets:
+        assert secret not in out.stdout and secret not in out.stderr and secret not in transcript.read_text()
+    notebook = json.loads(Path(workbench.notebook.local_path).read_text())
+    assert any("".join(c["source"]) == cell for c in notebook["cells"]), (
+        "the cell is in the session's notebook"
+    )

@@ -163,6 +163,7 @@ def test_a_run_yields_every_step_and_writes_the_transcript(runners: Path) -> Non
     assert run.final is messages[-1] and run.final.stop_reason == "answered"
     assert run.final.text == "answer (echo-1; probe: Last line of the skill.; cwd has skills dir: True)"
     assert str(messages[3]) == "[tool_call] shout(text='find the thing', server=['tools'])"
+    assert messages[4].text == "FIND THE THING [redacted]", "what the caller gets is redacted too"
 
     folder = runners / "outputs" / "agent-runs"
     assert run.transcript_path.parent == folder and run.markdown_path.parent == folder

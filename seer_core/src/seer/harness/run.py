@@ -252,6 +252,10 @@ class AgentRun:
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _record(self, transcript: Transcript, message: AgentMessage) -> AgentMessage:
+        # What the caller gets is redacted as the transcript is: it is printed and logged.
+        message.text = self._redactor.text(message.text)
+        if message.arguments is not None:
+            message.arguments = self._redactor.value(message.arguments)
         transcript.add(message)
         self.messages.append(message)
         if message.kind == "final":
