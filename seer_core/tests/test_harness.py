@@ -72,6 +72,20 @@ class Sleeper(AgentRunner):
             raise
 
 
+class Burst(AgentRunner):
+    """Emits a whole turn at once, then thinks for ever; remembers its scratch folder."""
+
+    name = "burst"
+    seen = []
+
+    async def run(self, setup, emit):
+        Burst.seen.append(setup.skills_dir)
+        emit(AgentMessage("assistant", "calling"))
+        emit(AgentMessage("tool_call", tool="t", arguments={}, call_id="c"))
+        emit(AgentMessage("tool_result", "done", tool="t", call_id="c"))
+        await asyncio.sleep(3600)
+
+
 class Broken(AgentRunner):
     name = "broken"
 
@@ -94,7 +108,7 @@ class Missing(AgentRunner):
 
 @seer.hookimpl
 def seer_register_agent_runners(register):
-    for cls in (Echo, Forever, Sleeper, Broken, Missing):
+    for cls in (Echo, Forever, Sleeper, Burst, Broken, Missing):
         register(cls)
 '''
 
@@ -304,3 +318,24 @@ def test_seer_agent_run_from_a_task_file_and_a_setup_file(
     bad = CliRunner().invoke(create_app(), ["agent", "run", "task.txt", "--setup", "bad.yaml"])
     assert bad.exit_code == 2
     assert "turns: unknown setting" in bad.output and "bad.yaml" in bad.output
+
+
+def test_what_the_runner_emitted_before_a_cancel_is_recorded(runners: Path) -> None:
+    run = run_agent("go", provider="burst")
+
+    async def go() -> list[str]:
+        kinds = []
+        async for message in run:
+            kinds.append(message.kind)
+            if message.kind == "assistant":
+                run.cancel()  # the tool call and its result are still queued
+        return kinds
+
+    assert asyncio.run(go()) == ["system", "user", "assistant", "tool_call", "tool_result", "final"]
+    assert [line["kind"] for line in _lines(run.transcript_path)][-3:] == [
+        "tool_call",
+        "tool_result",
+        "final",
+    ]
+    (scratch,) = plugins.get_agent_runner("burst").seen  # type: ignore[attr-defined]
+    assert not scratch.parent.exists(), "the run's scratch folder (skills, working directory) is removed"

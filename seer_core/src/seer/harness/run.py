@@ -215,6 +215,11 @@ class AgentRun:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
+            # What the runner emitted before it stopped is part of the record (a response past
+            # max_turns is not: the run ended before it).
+            for message in _queued(queue, setup.max_turns):
+                if not (message.kind == "final" and self.final is not None):
+                    yield self._record(transcript, message)
             if stop is not None and self.final is None:
                 yield self._record(
                     transcript, AgentMessage("final", stop[1], stop_reason=stop[0], is_error=True, turn=turns)
@@ -237,6 +242,9 @@ class AgentRun:
                 with contextlib.suppress(BaseException):
                     await task
             if transcript is not None:
+                for message in _queued(queue, None):
+                    if self.final is None or message.kind != "final":
+                        self._record(transcript, message)
                 if self.final is None:
                     self._record(
                         transcript,
@@ -261,6 +269,16 @@ class AgentRun:
         if message.kind == "final":
             self.final = message
         return message
+
+
+def _queued(queue: asyncio.Queue[Any], max_turns: int | None) -> list[AgentMessage]:
+    """The messages still in ``queue`` (taken out), up to turn ``max_turns``."""
+    out = []
+    while not queue.empty():
+        item = queue.get_nowait()
+        if isinstance(item, AgentMessage) and (max_turns is None or item.turn <= max_turns):
+            out.append(item)
+    return out
 
 
 def max_turns_final(max_turns: int) -> AgentMessage:
