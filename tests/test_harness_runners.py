@@ -126,3 +126,38 @@ def test_seer_agent_run_attaches_to_the_notebook_session(workbench: Workbench, t
     assert any("".join(c["source"]) == cell for c in notebook["cells"]), (
         "the cell is in the session's notebook"
     )
+
+
+def test_a_cancelled_run_leaves_the_sandbox_notebook_and_transcript(
+    workbench: Workbench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cancel()`` mid-run (the agent would run cells for ever): the agent stops, the sandbox
+    still works, the cells it ran are in the notebook, the transcript ends with the cancel."""
+    pytest.importorskip("agents", reason="openai-agents is not installed")
+    import asyncio
+    import json
+
+    from seer.harness import run_agent
+    from seer.testing.model_api import forever
+    from seer_openai.testing import FakeOpenAI
+
+    session_id = workbench.notebook.session_id
+    cell = "print('cancel me', 40 + 2)"
+    with FakeOpenAI([forever("execute_code", {"session_id": session_id, "code": cell})], delay=0.2) as fake:
+        for key, value in fake.env().items():
+            monkeypatch.setenv(key, value)
+        run = run_agent("Run cells for ever", provider="openai", session=workbench.notebook, max_turns=1000)
+
+        async def watch() -> None:
+            async for message in run:
+                if message.kind == "tool_result":
+                    run.cancel()
+
+        asyncio.run(watch())
+    assert run.final is not None and run.final.stop_reason == "cancelled"
+    assert "cancel me 42" in next(m.text for m in run.messages if m.kind == "tool_result")
+    lines = [json.loads(line) for line in run.transcript_path.read_text().splitlines()]
+    assert lines[-1]["kind"] == "final" and lines[-1]["stop_reason"] == "cancelled"
+    assert workbench.notebook.sandbox.exec("echo alive").stdout.strip() == "alive"
+    notebook = json.loads(Path(workbench.notebook.local_path).read_text())
+    assert any("".join(c["source"]) == cell for c in notebook["cells"])
