@@ -4,7 +4,6 @@
   (``mcp__<server>__<tool>``), the ``Skill`` tool for the skills (handed over as a Claude Code
   plugin folder the run writes), and, only for a local session, Claude Code's own Bash, Read,
   Write, Edit, Glob and Grep in its directory. No other built-in tool (web, tasks, ...) is offered;
-  ``options={"allowed_tools": [...]}`` adds more;
 - no settings are read from the user's or the project's Claude Code configuration
   (``setting_sources=[]``, ``strict_mcp_config``), so a run does what its setup says;
 - the model API is Anthropic's, as Claude Code reaches it (``ANTHROPIC_API_KEY``,
@@ -117,7 +116,7 @@ class ClaudeAgentRunner(AgentRunner):
                     "headers": dict(config.get("headers") or {}),
                 }
         tools = [*(LOCAL_TOOLS if setup.local_tools else ()), *(["Skill"] if setup.skills else [])]
-        allowed = [*tools, *(f"mcp__{name}" for name in servers), *setup.options.get("allowed_tools", [])]
+        allowed = [*tools, *(f"mcp__{name}" for name in servers)]
         stderr: list[str] = []
         cli = bundled_cli()
         options = ClaudeAgentOptions(

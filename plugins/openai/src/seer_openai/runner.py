@@ -2,7 +2,7 @@
 
 - the model: the Chat Completions API through ``openai.AsyncOpenAI`` (``OPENAI_API_KEY``,
   ``OPENAI_BASE_URL`` from the environment, as the SDK reads them), so any endpoint speaking that
-  API works; ``options={"api": "responses"}`` uses the Responses API instead;
+  API works;
 - tools: every MCP server of the run (stdio servers started by the SDK, HTTP ones reached by URL),
   ``load_skill`` for the skills, and for a local session ``run_shell`` in its directory;
 - the SDK's own tracing is off: nothing leaves for a tracing service.
@@ -67,7 +67,6 @@ class OpenAIAgentsRunner(AgentRunner):
             Agent,
             MaxTurnsExceeded,
             OpenAIChatCompletionsModel,
-            OpenAIResponsesModel,
             RunConfig,
             Runner,
             function_tool,
@@ -77,10 +76,7 @@ class OpenAIAgentsRunner(AgentRunner):
 
         client = AsyncOpenAI()
         model_name = setup.model or "gpt-4.1"
-        if setup.options.get("api") == "responses":
-            model: Any = OpenAIResponsesModel(model=model_name, openai_client=client)
-        else:
-            model = OpenAIChatCompletionsModel(model=model_name, openai_client=client)
+        model = OpenAIChatCompletionsModel(model=model_name, openai_client=client)
 
         tools: list[Any] = []
         if setup.skills:
