@@ -127,6 +127,7 @@ def test_plugins_lists_the_local_provider_as_usable(run):
     assert local["usable"] is True and local["capabilities"]["snapshots"] is True
     assert {m["name"] for m in report["execution_modes"]} >= {"notebook", "cli", "local"}
     assert isinstance(report["expose_modes"], list)
+    assert all({"name", "usable", "reason", "distribution"} <= set(r) for r in report["agent_runners"])
 
     table = run("plugins")
     assert table.exit_code == 0, table.output

@@ -184,9 +184,10 @@ def test_a_registration_without_a_name_is_an_error(site: Path) -> None:
 def test_loading_plugins_imports_no_heavy_sdk() -> None:
     """Entry-point modules must import cheaply: no SDK until a provider is used."""
     code = (
-        "import sys, seer, seer.plugins as p; p.providers(); p.execution_modes(); "
+        "import sys, seer, seer.plugins as p; p.providers(); p.execution_modes(); p.agent_runners(); "
         "heavy = {'torch', 'transformers', 'huggingface_hub', 'jupyter_client', 'docker', 'modal', "
-        "'runpod', 'paramiko', 'mcp'}; print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
+        "'runpod', 'paramiko', 'mcp', 'agents', 'openai', 'claude_agent_sdk'}; "
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

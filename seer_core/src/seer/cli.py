@@ -519,6 +519,23 @@ def _plugins_report() -> dict[str, Any]:
             }
             for name, reg in registry.items()
         ]
+    report["agent_runners"] = []
+    for name, reg in plugins.agent_runners().items():
+        try:
+            availability = plugins.get_agent_runner(name).availability()
+            usable, reason = availability.usable, availability.reason
+        except Exception as exc:
+            usable, reason = False, f"availability check failed: {type(exc).__name__}: {exc}"
+        report["agent_runners"].append(
+            {
+                "name": name,
+                "plugin": reg.plugin,
+                "distribution": reg.distribution,
+                "usable": usable,
+                "reason": reason or None,
+                "description": getattr(reg.cls, "description", ""),
+            }
+        )
     return report
 
 
@@ -527,7 +544,7 @@ def plugins_(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
 ) -> None:
     """Show what is installed: plugins (loaded or skipped, and why), providers (usable here or
-    not, and why), execution modes and expose modes.
+    not, and why), execution modes, expose modes and agent runners (usable here or not).
 
     Plugins are found through the `seer` entry-point group; SEER_LOAD_PLUGINS and
     SEER_DISABLE_PLUGINS choose which load.
@@ -571,6 +588,15 @@ def plugins_(
         for m in report[key]:
             t.add_row(escape(m["name"]), escape(m["distribution"]), escape(m["description"]))
         out.print(t)
+    out.print()
+    if not report["agent_runners"]:
+        out.print('[bold]Agent runners[/]: none installed (pip install "seer[claude]" or "seer[openai]")')
+        return
+    t = table("Agent runners", "NAME", "USABLE HERE", "FROM", "DESCRIPTION")
+    for r in report["agent_runners"]:
+        usable = "[green]yes[/]" if r["usable"] else f"[red]no[/]: {escape(r['reason'] or 'unknown reason')}"
+        t.add_row(escape(r["name"]), usable, escape(r["distribution"]), escape(r["description"]))
+    out.print(t)
 
 
 def config_schema() -> dict[str, Any]:
@@ -670,6 +696,43 @@ def _skill_app() -> typer.Typer:
     return group
 
 
+@_handle_errors
+def agent_run(
+    task_file: Annotated[
+        str,
+        typer.Argument(metavar="TASK_FILE", help="The task, a text file ('-': stdin).", show_default=False),
+    ],
+    setup: Annotated[
+        Path | None,
+        typer.Option(
+            "--setup", "-s", help="A YAML or JSON file of run_agent's settings.", show_default=False
+        ),
+    ] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", "-p", help="The agent runner (claude, openai, ...).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="The model to ask for.")] = None,
+    max_turns: Annotated[int | None, typer.Option("--max-turns", help="The most model responses.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds the whole run may take (wall clock).")
+    ] = None,
+) -> None:
+    """Run an agent on a task with the setup's session, MCP servers, prompts and skills; print each
+    message, keep the transcript. Exit 0: answered; 3: stopped by a limit; 1: the agent failed."""
+    from seer.harness.command import run_from_files
+
+    overrides = {"provider": provider, "model": model, "max_turns": max_turns, "timeout": timeout}
+    code = run_from_files(task_file, str(setup) if setup is not None else None, overrides)
+    if code:
+        raise typer.Exit(code)
+
+
+def _agent_app() -> typer.Typer:
+    group = typer.Typer(name="agent", no_args_is_help=True, help="Run an agent (seer.harness.run_agent).")
+    group.command("run")(agent_run)
+    return group
+
+
 def _show_version(value: bool) -> None:
     if value:
         typer.echo(f"seer {seer.__version__}")
@@ -734,6 +797,7 @@ def create_app() -> typer.Typer:
     app.command("plugins")(plugins_)
     app.command("schema")(schema)
     app.add_typer(_skill_app(), name="skill")
+    app.add_typer(_agent_app(), name="agent")
     try:
         plugins.hook().seer_register_commands(cli=app)
     except Exception as exc:

@@ -84,6 +84,11 @@ class UnknownPluginError(PluginError, LookupError):
         super().__init__(msg)
 
 
+class AgentRunError(SeerError):
+    """The agent client of a ``run_agent`` run failed (not a limit, not a cancel): the run's
+    ``final`` message says how, and its transcript keeps everything up to it."""
+
+
 class ProviderUnavailableError(SeerError):
     """A provider is installed but cannot be used here (SDK missing, no credentials, no engine)."""
 

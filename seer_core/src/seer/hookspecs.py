@@ -53,6 +53,15 @@ def seer_register_execution_modes(register: Callable[..., None]) -> None:
 
 
 @hookspec
+def seer_register_agent_runners(register: Callable[..., None]) -> None:
+    """Register agent runners: ``register(MyAgentRunner)``.
+
+    An agent runner drives one agent client (an agent SDK) for :func:`seer.harness.run_agent`.
+    Each class subclasses :class:`seer.harness.AgentRunner`.
+    """
+
+
+@hookspec
 def seer_register_commands(cli: Any) -> None:
     """Add sub-commands to the ``seer`` CLI; ``cli`` is its :class:`typer.Typer` app."""
 

@@ -29,6 +29,7 @@ from seer.errors import OUR_VERSIONS, PluginError, UnknownPluginError
 
 if TYPE_CHECKING:
     from seer.expose import ExposeMode
+    from seer.harness.runner import AgentRunner
     from seer.providers.base import Provider
     from seer.sandbox.execution_mode import ExecutionModePlugin
 
@@ -48,6 +49,8 @@ KNOWN_EXTRAS: dict[str, str] = {
     "runpod": "seer[runpod]",
     "modal": "seer[modal]",
     "mcp": "seer[mcp]",
+    "claude": "seer[claude]",
+    "openai": "seer[openai]",
 }
 #: What each of those names is (a provider, an expose mode), so a hint is given only for its kind.
 KNOWN_KINDS: dict[str, str] = {
@@ -56,6 +59,8 @@ KNOWN_KINDS: dict[str, str] = {
     "runpod": "provider",
     "modal": "provider",
     "mcp": "expose mode",
+    "claude": "agent runner",
+    "openai": "agent runner",
 }
 
 CORE_DISTRIBUTION = "seer-core"
@@ -119,6 +124,7 @@ class _State:
         self.providers = _Registry("provider")
         self.expose_modes = _Registry("expose mode")
         self.execution_modes = _Registry("execution mode")
+        self.agent_runners = _Registry("agent runner")
         self.provider_instances: dict[str, Provider] = {}
 
 
@@ -189,6 +195,7 @@ def _load() -> _State:
         _call_one(state, plugin_name, "seer_register_providers", state.providers)
         _call_one(state, plugin_name, "seer_register_expose_modes", state.expose_modes)
         _call_one(state, plugin_name, "seer_register_execution_modes", state.execution_modes)
+        _call_one(state, plugin_name, "seer_register_agent_runners", state.agent_runners)
     return state
 
 
@@ -249,8 +256,14 @@ def execution_modes() -> dict[str, Registration]:
     return dict(_get().execution_modes.items)
 
 
+def agent_runners() -> dict[str, Registration]:
+    """Registered agent runners (the ``run_agent`` harness's agent clients) by name."""
+    return dict(_get().agent_runners.items)
+
+
 def install_hint(kind: str, name: str) -> str | None:
-    """How to install the ``kind`` (``provider``, ``expose mode``, ``execution mode``) named
+    """How to install the ``kind`` (``provider``, ``expose mode``, ``execution mode``,
+    ``agent runner``) named
     ``name`` when one of seer's own optional members provides it; None otherwise."""
     key = name.strip().lower()
     if KNOWN_KINDS.get(key) != kind:
@@ -287,6 +300,11 @@ def get_expose_mode(name: str) -> type[ExposeMode]:
 def get_execution_mode(name: str) -> type[ExecutionModePlugin]:
     """The execution mode class registered as ``name``."""
     return _lookup(execution_modes(), "execution mode", name)
+
+
+def get_agent_runner(name: str) -> type[AgentRunner]:
+    """The agent runner class registered as ``name``."""
+    return _lookup(agent_runners(), "agent runner", name)
 
 
 def hook() -> Any:
