@@ -71,6 +71,7 @@ from seer.notebook import (
 )
 
 from seer_mcp._progress import with_progress
+from seer_mcp.mcpserver import SeerMCPServer
 
 if TYPE_CHECKING:
     from seer.sandbox import Sandbox
@@ -116,6 +117,39 @@ the text attach_to_session returns): do not load them again.
 start_new_session starts a LOCAL kernel on this machine, with no GPU and no models: use it only for
 quick scratch work, never for GPU sandboxes.
 """
+
+#: The instructions of a server whose configuration names a session (``session.mcp_config``).
+CONFIGURED_INSTRUCTIONS = """\
+Drive a Jupyter notebook session in a seer sandbox. Every cell you run is recorded in the session's
+notebook.
+
+This server is set up for session {session_id} (notebook {notebook}{sandbox}): execute_code,
+add_markdown, edit_cell and the other tools use it when you leave session_id out; there is nothing
+to set up and no need to call attach_to_session. Variables persist between cells.
+
+{models}
+
+A call without session_id goes to the session you last attached or started (attach_to_session,
+start_new_session), else to this one. start_new_session starts a LOCAL kernel on this machine, with no
+GPU and no models: use it only for quick scratch work.
+"""
+
+
+def instructions(registry: SessionRegistry) -> str:
+    """What the server tells the agent at the start: the configured session and its models, or,
+    with none configured, how to get a session."""
+    if not (registry.default_session_id and registry.default_url):
+        return INSTRUCTIONS
+    models = registry.models_text or (
+        "No models are pre-loaded in its kernel (attach_to_session's answer lists them if the "
+        "configuration did not)."
+    )
+    return CONFIGURED_INSTRUCTIONS.format(
+        session_id=registry.default_session_id,
+        notebook=registry.notebook_path or "(named when attached)",
+        sandbox=f", sandbox {registry.sandbox_id}" if registry.sandbox_id else "",
+        models=models.strip() + "\nThese are already in the kernel: do not load them again.",
+    )
 
 
 def _redact(text: str) -> str:
@@ -518,11 +552,25 @@ class SessionRegistry:
         default_session_id: str | None = None,
         default_url: str | None = None,
         outputs_dir: str | None = None,
+        sandbox_id: str | None = None,
+        notebook_path: str | None = None,
+        models_text: str | None = None,
     ):
         self.default_session_id = default_session_id or None
         self.default_url = default_url or None
         self.outputs_dir = outputs_dir or None
+        #: the default session's sandbox and notebook: how to find the session again after its
+        #: Jupyter server was started again (the configured id and URL are stale then)
+        self.sandbox_id = sandbox_id or None
+        self.notebook_path = notebook_path or None
+        #: the default session's models, as the config describes them (for the instructions)
+        self.models_text = models_text or None
+        #: the session the agent last attached or started: where a call without session_id goes
+        self.current: str | None = None
         self._entries: dict[str, _Entry] = {}
+        #: attaching (or starting) a session happens once at a time: parallel first calls wait
+        #: for the one attach, then find its session
+        self._attach_lock = threading.RLock()
         #: old session id -> new, for sessions that got a new id (their Jupyter server was restarted)
         self._aliases: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -535,6 +583,9 @@ class SessionRegistry:
             default_session_id=env.get("SEER_SESSION_ID"),
             default_url=env.get("SEER_JUPYTER_URL") or env.get("SEER_URL"),
             outputs_dir=env.get("SEER_OUTPUTS_DIR"),
+            sandbox_id=env.get("SEER_SANDBOX_ID"),
+            notebook_path=env.get("SEER_NOTEBOOK_PATH"),
+            models_text=env.get("SEER_SESSION_MODELS"),
         )
 
     # --- finding sessions --------------------------------------------------------------------
@@ -578,11 +629,18 @@ class SessionRegistry:
             session_id = self._aliases.get(session_id, session_id)
             if session_id:
                 return self._entries.get(session_id)
+            if self.current is not None:  # the agent's choice (None once it shut that session down)
+                return self._entries.get(self.current)
             if self.default_session_id and self.default_session_id in self._entries:
                 return self._entries[self.default_session_id]
             if len(self._entries) == 1 and not self._pending_default_locked():
                 return next(iter(self._entries.values()))
         return None
+
+    def _make_current(self, entry: _Entry) -> _Entry:
+        with self._lock:
+            self.current = entry.session.session_id
+        return entry
 
     def _pending_default_locked(self) -> bool:
         return bool(
@@ -595,20 +653,74 @@ class SessionRegistry:
         entry = self.lookup(session_id)
         if entry is not None:
             return entry
-        session_id = (session_id or "").strip()
-        default = self.default_session_id
-        if default and self.default_url and session_id in ("", default):
-            return self.attach(default, self.default_url)[0]
-        if not session_id:
-            count = len(self.entries())
-            raise ToolFailure(
-                self.known() if count == 0 else f"{count} sessions: pass session_id. {self.known()}"
-            )
-        raise ToolFailure(f"Unknown session_id {session_id!r}. {self.known()}")
+        with self._attach_lock:  # parallel first calls: one attaches, the others find its session
+            entry = self.lookup(session_id)
+            if entry is not None:
+                return entry
+            session_id = (session_id or "").strip()
+            default = self.default_session_id
+            if not session_id and self.current is not None:
+                raise ToolFailure(
+                    f"Session {self.current!r}, the one you last attached or started, is shut down: pass "
+                    f"session_id. {self.known()}"
+                )
+            if default and self.default_url and session_id in ("", default):
+                return self._attach_default()
+            if not session_id:
+                count = len(self.entries())
+                raise ToolFailure(
+                    self.known()
+                    if count == 0
+                    else f"{count} sessions and none chosen: pass session_id. {self.known()}"
+                )
+            raise ToolFailure(f"Unknown session_id {session_id!r}. {self.known()}")
+
+    def _attach_default(self) -> _Entry:
+        """(Under the attach lock.) The configured default session; when its Jupyter server was
+        started again since the config was made (the id or URL is stale), the session on the
+        sandbox's current server that holds the configured notebook."""
+        default, url = self.default_session_id, self.default_url
+        assert default and url
+        try:
+            return self.attach(default, url)[0]
+        except ToolFailure as failure:
+            if not (self.sandbox_id and self.notebook_path):
+                raise
+            found = self._session_on_record(self.notebook_path)
+            if found is None:
+                raise ToolFailure(
+                    f"{failure}\nThe sandbox {self.sandbox_id} has no session for the notebook "
+                    f"{self.notebook_path} either: attach_to_session(sandbox_id={self.sandbox_id!r}) "
+                    "starts a new one (and the Jupyter server, if it died)."
+                ) from failure
+        new_id, new_url = found
+        entry = self.attach(new_id, new_url)[0]
+        with self._lock:
+            self._aliases[default] = entry.session.session_id
+            self.default_session_id, self.default_url = entry.session.session_id, new_url
+        return entry
+
+    def _session_on_record(self, notebook_path: str) -> tuple[str, str] | None:
+        """``(session id, jupyter_url)`` of the session for ``notebook_path`` on the Jupyter server
+        the sandbox's record names now, if any."""
+        from seer import Sandbox
+
+        try:
+            url = Sandbox.attach(self.sandbox_id or "").jupyter_url
+            if not url:
+                return None
+            sessions = JupyterClient.from_url(url).sessions()
+        except (SeerError, OSError, ValueError):
+            return None
+        for model in sessions:
+            if model.get("path") == notebook_path and model.get("id"):
+                return str(model["id"]), url
+        return None
 
     def adopt(self, session: NotebookSession, origin: str = "created") -> _Entry:
-        """Drive ``session``, made elsewhere (e.g. by a tool of :mod:`seer_mcp.notebook_tools`)."""
-        return self._add(_Entry(session, origin))
+        """Drive ``session``, made elsewhere (e.g. by a tool of :mod:`seer_mcp.notebook_tools`); it
+        is the current session from now on."""
+        return self._make_current(self._add(_Entry(session, origin)))
 
     def _add(self, entry: _Entry) -> _Entry:
         self._place_copy(entry.session)
@@ -628,7 +740,13 @@ class SessionRegistry:
         self, session_id: str = "", jupyter_url: str = "", sandbox_id: str = "", name: str = ""
     ) -> tuple[_Entry, str]:
         """Attach to a session (``session_id``), or start a new one on a sandbox's Jupyter server
-        (``sandbox_id``, or just ``jupyter_url``); ``(entry, what happened)``."""
+        (``sandbox_id``, or just ``jupyter_url``); ``(entry, what happened)``. The session is the
+        current one from now on: calls without ``session_id`` go to it."""
+        with self._attach_lock:
+            entry, how = self._attach(session_id, jupyter_url, sandbox_id, name)
+        return self._make_current(entry), how
+
+    def _attach(self, session_id: str, jupyter_url: str, sandbox_id: str, name: str) -> tuple[_Entry, str]:
         session_id, jupyter_url, sandbox_id = (
             (session_id or "").strip(),
             (jupyter_url or "").strip(),
@@ -797,7 +915,7 @@ class SessionRegistry:
         except BaseException:
             sandbox.terminate()
             raise
-        return self._add(_Entry(session, "local", sandbox=sandbox))
+        return self._make_current(self._add(_Entry(session, "local", sandbox=sandbox)))
 
     # --- running cells -----------------------------------------------------------------------
     def begin(
@@ -882,6 +1000,8 @@ class SessionRegistry:
             self._aliases[old] = session.session_id
             if self.default_session_id == old:
                 self.default_session_id = session.session_id
+            if self.current == old:
+                self.current = session.session_id
         return (
             f"The Jupyter server had died; started it again in sandbox {sandbox.sandbox_id} "
             f"({_redact(sandbox.jupyter_url or '')}) and a new session {session.session_id} for the same "
@@ -1137,8 +1257,8 @@ SessionId = Annotated[
 OptionalSessionId = Annotated[
     str,
     Field(
-        description="The session's id (from attach_to_session or start_new_session). Leave it out when "
-        "this server has exactly one session (or a default one, from its configuration)."
+        description="The session's id (from attach_to_session or start_new_session). Left out: the "
+        "session you last attached or started, else the one this server is configured with."
     ),
 ]
 
@@ -1146,7 +1266,7 @@ OptionalSessionId = Annotated[
 def build_server(registry: SessionRegistry | None = None) -> tuple[MCPServer, SessionRegistry]:
     """The notebook MCP server and the registry of sessions its tools drive."""
     reg = registry if registry is not None else SessionRegistry.from_env()
-    server: MCPServer = MCPServer("seer-notebook", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = SeerMCPServer("seer-notebook", instructions=instructions(reg), log_level="WARNING")
 
     async def entry_for(session_id: str) -> _Entry:
         entry = reg.lookup(session_id)
