@@ -98,6 +98,17 @@ del __seer_warm_up
 TOOLKIT_DIR = ".seer/toolkit"
 #: Run (hidden, at start-up) by every kernel when the toolkit is on: its modules become importable
 #: (``from steering_hook import create_steering_hook``), behind anything installed of that name.
+#: Every kernel caps what one cell sends as output (a 200 MB value would otherwise reach every
+#: client and both notebooks whole): seer.runtime.kernel_output.
+_OUTPUT_CAP = """\
+try:
+    from seer.runtime.kernel_output import install as __seer_cap_output
+    __seer_cap_output()
+    del __seer_cap_output
+except ImportError:
+    pass
+"""
+
 _TOOLKIT_PATH = """\
 import sys as __seer_sys
 if {path!r} not in __seer_sys.path:
@@ -244,15 +255,16 @@ class _ServerLaunch:
         # The variables core has set so far (all of them, for a server started again later).
         self._write_kernelspec(dict(self.sandbox.env))
         toolkit_dir = _install_toolkit(self.sandbox)
-        exec_lines = [_TOOLKIT_PATH.format(path=toolkit_dir)] if toolkit_dir else []
+        exec_lines = [_OUTPUT_CAP]
+        if toolkit_dir:
+            exec_lines.append(_TOOLKIT_PATH.format(path=toolkit_dir))
         if self.warm:
             exec_lines.append(_WARM_UP.format(names=self.warm))
-        if exec_lines:
-            kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
-            self.sandbox.write_file(
-                f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
-                json.dumps(kernel_config),
-            )
+        kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
+        self.sandbox.write_file(
+            f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
+            json.dumps(kernel_config),
+        )
         self.sandbox.ensure_dir(self.dirs["JUPYTER_RUNTIME_DIR"])
 
     def _write_kernelspec(self, env: dict[str, str]) -> None:
