@@ -93,3 +93,20 @@ def test_fifty_parallel_first_calls_each_run_or_answer_busy_one_cell_at_a_time(
     assert len(intervals) == len(ran)
     for (_, end), (start, _) in itertools.pairwise(intervals):
         assert start >= end, f"two cells overlapped: {intervals}"
+
+
+def test_oversized_code_is_refused_with_its_limit(session: NotebookSession) -> None:
+    from seer_mcp.notebook import MAX_CODE
+
+    config = session.mcp_config
+    sandbox = session.sandbox
+    assert sandbox is not None
+    big = "x = 1\n" + "#" * 10_000_000
+    with McpClient(config["args"], config["env"], command=config["command"]) as c:
+        refused = c.call("execute_code", {"code": big})
+        assert refused.is_error, text(refused)
+        assert f"a cell takes at most {MAX_CODE:,}" in text(refused) and "Nothing ran" in text(refused)
+        assert "Broken pipe" not in text(refused)
+        assert text(c.call("execute_code", {"code": "1 + 1"})).startswith("2")
+    cells = json.loads((sandbox.outputs_dir / "load.ipynb").read_text())["cells"]
+    assert ["".join(c["source"]) for c in cells] == ["1 + 1"]

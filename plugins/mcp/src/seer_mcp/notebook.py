@@ -98,6 +98,9 @@ PROBE_TIMEOUT = 15.0
 WRITE_DELAY = 0.25
 #: Lifetime of a sandbox ``start_new_session`` starts (it ends earlier with its session or server).
 LOCAL_SANDBOX_TIMEOUT = 4 * 3600
+#: The most characters of code one cell may have: the kernel's websocket takes at most 10 MiB a
+#: message, and a cell that big is data that belongs in a file.
+MAX_CODE = 1_000_000
 #: How many of a running cell's latest output lines a progress notification carries.
 PROGRESS_LINES = 5
 #: ... and at most this many characters of them.
@@ -921,9 +924,16 @@ class SessionRegistry:
     def begin(
         self, entry: _Entry, code: str, *, replace: int | None = None, timeout: float | None = None
     ) -> _Cell:
-        """Start ``code`` in a thread of its own; refuse while another cell runs."""
+        """Start ``code`` in a thread of its own; refuse while another cell runs, and code over
+        :data:`MAX_CODE` characters."""
         session = entry.session
         sid = session.session_id
+        if len(code) > MAX_CODE:
+            raise ToolFailure(
+                f"The code is {len(code):,} characters long; a cell takes at most {MAX_CODE:,}. Nothing ran. "
+                "Put big data in a file in the sandbox (write it in smaller pieces, or upload it with your "
+                "setup script) and read it from a short cell."
+            )
         with entry.lock:
             running = entry.cell
             if running is not None and not running.done.is_set():
