@@ -125,7 +125,8 @@ class NotebookMode(ExecutionModePlugin):
     ``.seer/jupyter`` (nothing from the user's ``~/.jupyter`` or ``~/.ipython`` leaks in) and the
     working directory as its root. When the sandbox has models, every kernel imports what loading
     them needs as it starts, and one kernel is started ahead of time for the first session.
-    With seer-toolkit installed here and the config's ``toolkit`` on, its modules are uploaded to
+    With seer-toolkit installed here (it gives its modules through the ``seer_kernel_libraries``
+    hook) and the config's ``toolkit`` on, its modules are uploaded to
     ``.seer/toolkit`` and every kernel finds them on ``sys.path``.
 
     Where the machine comes with its packages installed, the server is started as soon as the
@@ -438,18 +439,20 @@ def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
 
 
 def _install_toolkit(sandbox: Sandbox) -> str | None:
-    """Upload seer-toolkit's modules into the sandbox for its kernels; the folder they are in, or
-    None when the config turns the toolkit off or seer-toolkit is not installed on this machine."""
+    """Upload the libraries plugins give kernels (the ``seer_kernel_libraries`` hook: seer-toolkit's
+    modules) into the sandbox; the folder they are in, or None when the config turns the toolkit
+    off or no plugin gives any."""
     if not sandbox.config.toolkit:
         return None
-    try:
-        import seer_toolkit
-    except ImportError:
-        log.info("seer-toolkit is not installed: kernels get no toolkit (pip install 'seer[toolkit]')")
+    from seer import plugins
+
+    libraries = [lib for found in plugins.hook().seer_kernel_libraries(sandbox=sandbox) for lib in found or ()]
+    if not libraries:
+        log.info("no plugin gives kernels libraries: kernels get no toolkit (pip install 'seer[toolkit]')")
         return None
     target = sandbox.machine.resolve(TOOLKIT_DIR)
     with tempfile.TemporaryDirectory(prefix="seer-toolkit-") as tmp:
-        for library in seer_toolkit.libraries():
+        for library in libraries:
             library.install_into(tmp)
         sandbox.upload_dir(tmp, target)
     return target
