@@ -446,7 +446,8 @@ def _install_toolkit(sandbox: Sandbox) -> str | None:
         return None
     from seer import plugins
 
-    libraries = [lib for found in plugins.hook().seer_kernel_libraries(sandbox=sandbox) for lib in found or ()]
+    given = plugins.hook().seer_kernel_libraries(sandbox=sandbox)
+    libraries = [lib for found in given for lib in found or ()]
     if not libraries:
         log.info("no plugin gives kernels libraries: kernels get no toolkit (pip install 'seer[toolkit]')")
         return None
