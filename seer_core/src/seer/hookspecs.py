@@ -77,3 +77,4 @@ def seer_kernel_libraries(sandbox: Sandbox) -> list[Any]:
     """Libraries (:class:`seer.workspace.Library`) every notebook kernel of ``sandbox`` should be
     able to import: seer uploads them to ``.seer/toolkit`` and puts that folder on each kernel's
     ``sys.path`` (unless the sandbox's config turns ``toolkit`` off). seer-toolkit implements it."""
+    return []
