@@ -219,3 +219,56 @@ def test_runtime_contract_names_every_client_side_module() -> None:
             uncovered.append(module)
     assert not uncovered, f"add to the runtime-standalone contract's forbidden_modules: {uncovered}"
     assert re.fullmatch(r"seer\.runtime", contract["source_modules"][0])
+
+
+# --- seer-mcp: its modules use one another's public names only ---------------------------------
+MCP_SRC = ROOT / "plugins" / "mcp" / "src"
+
+
+def _mcp_reach_ins(trees: dict[str, ast.AST]) -> list[ReachIn]:
+    """Uses, in one seer_mcp module, of a private name another seer_mcp module defines
+    (``from seer_mcp.x import _y``, ``entry._writer``); a private module (``seer_mcp._stdio``) is
+    for the package's own modules, as in core."""
+    defined = {m: _defined_private(t) for m, t in trees.items()}
+    found = []
+    for module, tree in trees.items():
+        others = set().union(*(names for m, names in defined.items() if m != module)) - defined[module]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.split(".")[0] != "seer_mcp" or node.module == module:
+                    continue
+                for alias in node.names:
+                    if _private(alias.name) and f"{node.module}.{alias.name}" not in trees:
+                        found.append(
+                            ReachIn(
+                                module, node.lineno, alias.name, f"from {node.module} import {alias.name}"
+                            )
+                        )
+            elif isinstance(node, ast.Attribute) and _private(node.attr) and node.attr in others:
+                owner = node.value
+                if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+                    continue
+                if isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super":
+                    continue
+                found.append(ReachIn(module, node.lineno, node.attr, f"{ast.unparse(owner)}.{node.attr}"))
+    return found
+
+
+def test_no_seer_mcp_module_uses_another_ones_private_names() -> None:
+    trees = {_module_name(p, MCP_SRC): ast.parse(p.read_text()) for p in MCP_SRC.rglob("*.py")}
+    assert "seer_mcp.registry" in trees
+    found = _mcp_reach_ins(trees)
+    assert not found, "private names used across seer_mcp's modules:\n" + "\n".join(f"  {r}" for r in found)
+
+
+def test_the_seer_mcp_scan_finds_reach_ins() -> None:
+    trees = {
+        "seer_mcp.a": ast.parse(
+            "def _helper(): pass\nclass A:\n    def __init__(self):\n        self._writer = 1\n"
+        ),
+        "seer_mcp.b": ast.parse("from seer_mcp.a import _helper\ndef f(entry):\n    return entry._writer\n"),
+        "seer_mcp.c": ast.parse(
+            "from seer_mcp._stdio import serve\nclass C:\n    def g(self):\n        return self._writer\n"
+        ),
+    }
+    assert {r.what for r in _mcp_reach_ins(trees)} == {"from seer_mcp.a import _helper", "entry._writer"}

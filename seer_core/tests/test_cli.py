@@ -245,8 +245,45 @@ def test_ls_warns_about_providers_that_cannot_list_and_lists_the_others(run, tes
     result = run("ls", "--json")
     assert result.exit_code == 0, result.output
     assert sandbox.sandbox_id in {m["sandbox_id"] for m in json.loads(result.stdout)}
-    assert "clitest-unavailable" in result.stderr and "CLITEST_TOKEN" in result.stderr
     assert "clitest-failing" in result.stderr and "API returned 503" in result.stderr
+    # A provider merely not set up here is no news...
+    assert "clitest-unavailable" not in result.stderr
+    # ... unless this home started a sandbox on it that has not ended: that one cannot be listed.
+    from seer import state
+
+    state.write_json(
+        state.record_path("clitest-0123456789"),
+        {"id": "clitest-0123456789", "provider": "clitest-unavailable"},
+    )
+    try:
+        result = run("ls", "--json")
+        assert "clitest-unavailable" in result.stderr and "CLITEST_TOKEN" in result.stderr
+    finally:
+        state.record_path("clitest-0123456789").unlink()
+
+
+@pytest.mark.e2e
+def test_unconfigured_runpod_and_modal_are_no_news_to_ls_plugins_and_logs(
+    run, sandboxes, monkeypatch, tmp_path
+) -> None:
+    for name in ("RUNPOD_API_KEY", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "MODAL_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.modal.toml, no runpod config
+    assert {"runpod", "modal"} <= set(plugins.providers())
+    sandbox = sandboxes()
+    for args in (["ls"], ["ls", "--all"], ["plugins"], ["logs", sandbox.sandbox_id]):
+        result = run(*args)
+        assert result.exit_code == 0, result.output
+        assert "warning" not in result.stderr, (args, result.stderr)
+        assert "RunPod" not in result.stderr and "Modal" not in result.stderr, (args, result.stderr)
+
+
+def test_seer_skill_alone_prints_the_guide(run):
+    shown = run("skill", "show")
+    assert shown.exit_code == 0 and shown.stdout.startswith("---\nname: seer\n")
+    alone = run("skill")
+    assert alone.exit_code == 0, alone.output
+    assert alone.stdout == shown.stdout
 
 
 def test_a_failing_plugin_hook_costs_its_commands_not_the_cli(fresh_plugins, capsys):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
@@ -546,9 +547,13 @@ def test_mcp_config_starts_a_server_with_the_session_as_default(sandbox: Sandbox
             "SEER_SESSION_ID": session.session_id,
             "SEER_JUPYTER_URL": session.jupyter_url,
             "SEER_OUTPUTS_DIR": str(sandbox.outputs_dir.parent),
+            "SEER_HOME": os.environ["SEER_HOME"],
+            "SEER_SANDBOX_ID": sandbox.sandbox_id,
+            "SEER_NOTEBOOK_PATH": "notebooks/configured.ipynb",
         }
         assert sandbox.outputs_dir.is_absolute() and sandbox.outputs_dir.name == sandbox.sandbox_id
-        with McpClient(config["args"], server_env(config["env"]), command=config["command"]) as c:
+        # Exactly the config's environment: the SDK's client adds only HOME, PATH, USER and the like.
+        with McpClient(config["args"], config["env"], command=config["command"]) as c:
             listed = json.loads(text(c.call("list_sessions")))
             assert listed == [
                 {"session_id": session.session_id, "state": "not attached yet (the default session)"}

@@ -345,7 +345,11 @@ def test_bad_input_for_each_tool_is_a_clear_error_and_changes_nothing(
         ("read_cell", {"cell_index": "first"}, ["cell_index", "valid integer"]),
         ("read_cell", {"cell_index": True}, ["cell_index", "not a boolean"]),
         ("read_cell", {"cell_index": 1.5}, ["cell_index", "fractional part"]),
-        ("read_cell", {}, ["cell_index", "required"]),
+        (
+            "read_cell",
+            {},
+            ["missing argument 'cell_index'", "Signature: read_cell(session_id: str, cell_index: int)"],
+        ),
         ("insert_cell", {"cell_index": 3, "source": "x"}, ["cell index 3 is out of range", "2 appends"]),
         ("insert_cell", {"cell_index": -1, "source": "x"}, ["cell index -1 is negative"]),
         (
@@ -353,7 +357,7 @@ def test_bad_input_for_each_tool_is_a_clear_error_and_changes_nothing(
             {"cell_index": 0, "source": "x", "cell_type": "python"},
             ["cell_type", "'code' or 'markdown'"],
         ),
-        ("insert_cell", {"cell_index": 0}, ["source", "required"]),
+        ("insert_cell", {"cell_index": 0}, ["missing argument 'source'", "Signature: insert_cell("]),
         ("delete_cell", {"cell_index": 2}, ["cell index 2 is out of range", hint]),
         ("delete_cell", {"cell_index": -1}, ["cell index -1 is negative"]),
         ("move_cell", {"cell_index": 0, "to_index": 2}, ["target index 2 is out of range"]),

@@ -156,19 +156,32 @@ def _read_stdin() -> bytes:
 
 # --- finding sandboxes ------------------------------------------------------------------------
 def _all_machines() -> list[MachineInfo]:
-    """Every sandbox every installed provider knows of. A provider that cannot be used here, or
-    whose listing fails, gets a warning on stderr; the others are still listed."""
+    """Every sandbox every installed provider knows of. A provider whose listing fails, or one that
+    cannot be used here (no credentials) while this home records a sandbox on it that has not
+    ended, gets a warning on stderr; the others are still listed. A provider that is merely not set
+    up (RunPod or Modal without credentials, never used from here) is no news: no warning."""
     found: list[MachineInfo] = []
     for name in plugins.providers():
         try:
             availability = plugins.get_provider_class(name).availability()
             if not availability.usable:
-                _warn(f"provider {name!r} not listed: {availability.reason or 'not usable here'}")
+                if _recorded_on(name):
+                    _warn(f"provider {name!r} not listed: {availability.reason or 'not usable here'}")
                 continue
             found += plugins.get_provider(name).list()
         except Exception as exc:
             _warn(f"provider {name!r} not listed: {exc}")
     return sorted(found, key=lambda m: m.created_at)
+
+
+def _recorded_on(provider: str) -> bool:
+    """Whether this home records a sandbox on ``provider`` that has not ended."""
+    for path in state.records_dir().glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            record = state.read_json(path)
+            if record.get("provider") == provider and "ended_at" not in record:
+                return True
+    return False
 
 
 def _expire_records(machines: list[MachineInfo]) -> None:
@@ -688,9 +701,17 @@ def skill_show() -> None:
 def _skill_app() -> typer.Typer:
     group = typer.Typer(
         name="skill",
-        no_args_is_help=True,
-        help="seer's own agent skill (SKILL.md): install it where your agent finds skills, or show it.",
+        invoke_without_command=True,
+        help="seer's own agent skill (SKILL.md): print it (`seer skill`, as `seer skill show`), or "
+        "install it where your agent finds skills.",
     )
+
+    @group.callback()
+    def skill(ctx: typer.Context) -> None:
+        """An agent told to run `seer skill` gets the guide itself, not this command's help."""
+        if ctx.invoked_subcommand is None:
+            skill_show()
+
     group.command("install")(skill_install)
     group.command("show")(skill_show)
     return group

@@ -79,3 +79,11 @@ def seer_sandbox_started(sandbox: Sandbox) -> None:
 @hookspec
 def seer_sandbox_terminating(sandbox: Sandbox) -> None:
     """A sandbox is about to be terminated (called once, before the provider tears it down)."""
+
+
+@hookspec
+def seer_kernel_libraries(sandbox: Sandbox) -> list[Any]:
+    """Libraries (:class:`seer.workspace.Library`) every notebook kernel of ``sandbox`` should be
+    able to import: seer uploads them to ``.seer/toolkit`` and puts that folder on each kernel's
+    ``sys.path`` (unless the sandbox's config turns ``toolkit`` off). seer-toolkit implements it."""
+    return []

@@ -6,7 +6,7 @@ Every edit goes through :class:`seer.notebook.NotebookSession`'s public methods,
 file in the sandbox (and its local copy) holds each edit as it is made; cells run exactly as
 ``execute_code``'s do (in the server's thread for the session, with progress notifications). An
 edit is refused while a cell runs, since it would move the cell the run is recorded into.
-:func:`register` adds the tools to the server :func:`seer_mcp.notebook.build_server` builds.
+:func:`register` adds the tools to the server :func:`seer_mcp.tools.build_server` builds.
 """
 
 from __future__ import annotations
@@ -24,21 +24,11 @@ from pydantic import BeforeValidator, Field
 from seer.errors import KernelDiedError, NotebookError
 from seer.notebook import NotebookSession, check_notebook_path, notebook_cells
 
-from seer_mcp.notebook import (
-    MAX_TEXT,
-    SessionId,
-    SessionRegistry,
-    ToolFailure,
-    _as_text,
-    _busy,
-    _cell_result,
-    _Entry,
-    _follow,
-    _in_thread,
-    _output_content,
-    _text,
-    _tool,
-)
+from seer_mcp.cells import Entry
+from seer_mcp.failures import ToolFailure, busy_text
+from seer_mcp.registry import SessionRegistry
+from seer_mcp.rendering import MAX_TEXT, as_text, cell_result, output_content, text_result
+from seer_mcp.server import SessionId, follow, in_thread, tool_errors
 
 __all__ = ["MAX_CELLS", "OUTPUT_PREVIEW", "register"]
 
@@ -71,13 +61,13 @@ def _hint(session: NotebookSession) -> str:
     return f" read_notebook(session_id={session.session_id!r}) lists the cells with their indexes."
 
 
-def _edit(entry: _Entry, change: Callable[[], T]) -> T:
+def _edit(entry: Entry, change: Callable[[], T]) -> T:
     """(A worker thread.) Make ``change`` to the session's notebook, unless a cell is running."""
     session = entry.session
     with entry.lock:
         if entry.busy:
             assert entry.cell is not None
-            raise ToolFailure(_busy(session.session_id, entry.cell))
+            raise ToolFailure(busy_text(session.session_id, entry.cell))
         try:
             return change()
         except KernelDiedError:
@@ -97,7 +87,7 @@ def _not_run(session: NotebookSession, index: int) -> str:
     return f" It has not run: execute_cell(session_id={session.session_id!r}, cell_index={index}) runs it."
 
 
-def _saved(entry: _Entry) -> str:
+def _saved(entry: Entry) -> str:
     writer = entry.writer
     if writer is not None and writer.error:
         return f"\nWarning: the notebook could not be saved: {writer.error}"
@@ -120,7 +110,7 @@ def _preview(index: int, outputs: list[dict[str, Any]]) -> str:
     for out in outputs:
         kind = out.get("output_type")
         if kind == "stream":
-            parts.append(_as_text(out.get("text", "")))
+            parts.append(as_text(out.get("text", "")))
         elif kind == "error":
             parts.append(f"{out.get('ename', '')}: {out.get('evalue', '')}")
         elif kind in ("display_data", "execute_result"):
@@ -129,7 +119,7 @@ def _preview(index: int, outputs: list[dict[str, Any]]) -> str:
             if image is not None:
                 media.append(image)
             elif "text/plain" in data:
-                parts.append(_as_text(data["text/plain"]))
+                parts.append(as_text(data["text/plain"]))
             elif data:
                 media.append(next(iter(data)))
     text = "\n".join(p.rstrip("\n") for p in parts if p)
@@ -141,20 +131,20 @@ def _preview(index: int, outputs: list[dict[str, Any]]) -> str:
     return text
 
 
-async def _entry(reg: SessionRegistry, session_id: str) -> _Entry:
+async def _entry(reg: SessionRegistry, session_id: str) -> Entry:
     entry = reg.lookup(session_id)
     if entry is None:
-        entry = await _in_thread(lambda: reg.resolve(session_id))
+        entry = await in_thread(lambda: reg.resolve(session_id))
     return entry
 
 
 async def _run(
-    reg: SessionRegistry, entry: _Entry, ctx: Context, index: int, source: str, timeout: float | None
+    reg: SessionRegistry, entry: Entry, ctx: Context, index: int, source: str, timeout: float | None
 ) -> types.CallToolResult:
     """Run code cell ``index`` (with ``source``) as execute_code runs a cell; answer its result."""
     cell = reg.begin(entry, source, replace=index, timeout=timeout)
-    await _follow(cell, ctx, None, entry.session)
-    return _cell_result(cell, entry)
+    await follow(cell, ctx, None, entry.session)
+    return cell_result(cell, entry)
 
 
 def _local_notebook(path: Path) -> dict[str, Any]:
@@ -176,7 +166,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
     """Add the notebook reading and editing tools to ``server``, driving ``reg``'s sessions."""
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def read_notebook(
         session_id: SessionId,
         start_index: Annotated[
@@ -199,7 +189,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         session = entry.session
         count = len(session.cells)
         if count == 0:
-            return _text(f"{session.notebook_path} has no cells yet.")
+            return text_result(f"{session.notebook_path} has no cells yet.")
         for name, value in (("start_index", start_index), ("end_index", end_index)):
             if value is not None and value < 0:
                 raise ToolFailure(
@@ -219,7 +209,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         shown = start_index
         for index in range(start_index, stop):
             cell = _read(session, index)
-            block = _heading(index, cell) + "\n" + _as_text(cell.get("source", ""))
+            block = _heading(index, cell) + "\n" + as_text(cell.get("source", ""))
             if cell.get("cell_type") == "code" and cell.get("outputs"):
                 block += "\n>>> outputs:\n" + _preview(index, cell["outputs"])
             if blocks and size + len(block) > MAX_TEXT:
@@ -234,10 +224,10 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
             if shown < count
             else ""
         )
-        return _text(head + "\n\n" + "\n\n".join(blocks) + tail)
+        return text_result(head + "\n\n" + "\n\n".join(blocks) + tail)
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def read_cell(session_id: SessionId, cell_index: CellIndex) -> types.CallToolResult:
         """Read one cell: its type, execution count, full source, and for a code cell all of its
         recorded outputs (text, images, tracebacks), as execute_code answers them. The cell is not
@@ -246,17 +236,17 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         cell = _read(entry.session, cell_index)
         blocks: list[types.ContentBlock] = [
             types.TextContent(
-                type="text", text=_heading(cell_index, cell) + "\n" + _as_text(cell.get("source", ""))
+                type="text", text=_heading(cell_index, cell) + "\n" + as_text(cell.get("source", ""))
             )
         ]
         if cell.get("cell_type") == "code":
-            outputs = _output_content(cell.get("outputs", []))
+            outputs = output_content(cell.get("outputs", []))
             blocks.append(types.TextContent(type="text", text=">>> outputs:" if outputs else "(no outputs)"))
             blocks.extend(outputs)
         return types.CallToolResult(content=blocks, is_error=False)
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def insert_cell(
         ctx: Context,
         session_id: SessionId,
@@ -287,7 +277,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
                 f"The kernel of session {session.session_id!r} is dead: call restart_session(session_id="
                 f"{session.session_id!r}) first, then insert the cell."
             )
-        await _in_thread(lambda: _edit(entry, lambda: session.insert_cell(cell_index, source, cell_type)))
+        await in_thread(lambda: _edit(entry, lambda: session.insert_cell(cell_index, source, cell_type)))
         where = f"Inserted a {cell_type} cell at index {cell_index} of {session.notebook_path}"
         count = len(session.cells)
         if run and cell_type == "code":
@@ -296,25 +286,25 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
             return result
         later = " (the cells after it moved down by one)" if cell_index < count - 1 else ""
         how = _not_run(session, cell_index) if cell_type == "code" else ""
-        return _text(f"{where}{later}; the notebook has {count} cells.{how}{_saved(entry)}")
+        return text_result(f"{where}{later}; the notebook has {count} cells.{how}{_saved(entry)}")
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def delete_cell(session_id: SessionId, cell_index: CellIndex) -> types.CallToolResult:
         """Delete a cell from the session's notebook; the cells after it move up by one. Answers the
         deleted cell's source (insert_cell puts it back). The kernel's variables are not touched.
         Refused while a cell runs."""
         entry = await _entry(reg, session_id)
         session = entry.session
-        removed = await _in_thread(lambda: _edit(entry, lambda: session.delete_cell(cell_index)))
-        return _text(
+        removed = await in_thread(lambda: _edit(entry, lambda: session.delete_cell(cell_index)))
+        return text_result(
             f"Deleted cell {cell_index} ({removed.get('cell_type')}) of {session.notebook_path}; it has "
-            f"{len(session.cells)} cells now. Its source was:\n{_as_text(removed.get('source', ''))}"
+            f"{len(session.cells)} cells now. Its source was:\n{as_text(removed.get('source', ''))}"
             f"{_saved(entry)}"
         )
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def move_cell(
         session_id: SessionId,
         cell_index: CellIndex,
@@ -328,13 +318,13 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         the cells between shift by one. Nothing runs. Refused while a cell runs."""
         entry = await _entry(reg, session_id)
         session = entry.session
-        await _in_thread(lambda: _edit(entry, lambda: session.move_cell(cell_index, to_index)))
-        return _text(
+        await in_thread(lambda: _edit(entry, lambda: session.move_cell(cell_index, to_index)))
+        return text_result(
             f"Moved cell {cell_index} to index {to_index} of {session.notebook_path}.{_saved(entry)}"
         )
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def overwrite_cell_source(
         ctx: Context,
         session_id: SessionId,
@@ -355,12 +345,12 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         kind = _read(session, cell_index).get("cell_type")
         if run and kind == "code":
             return await _run(reg, entry, ctx, cell_index, source, timeout_seconds)
-        await _in_thread(lambda: _edit(entry, lambda: session.set_source(cell_index, source)))
+        await in_thread(lambda: _edit(entry, lambda: session.set_source(cell_index, source)))
         how = _not_run(session, cell_index) if kind == "code" else ""
-        return _text(f"Replaced the source of {kind} cell {cell_index}.{how}{_saved(entry)}")
+        return text_result(f"Replaced the source of {kind} cell {cell_index}.{how}{_saved(entry)}")
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def execute_cell(
         ctx: Context, session_id: SessionId, cell_index: CellIndex, timeout_seconds: Timeout = None
     ) -> types.CallToolResult:
@@ -375,10 +365,10 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
                 f"Cell {cell_index} is a {cell.get('cell_type')} cell: only code cells run. "
                 "overwrite_cell_source changes its text."
             )
-        return await _run(reg, entry, ctx, cell_index, _as_text(cell.get("source", "")), timeout_seconds)
+        return await _run(reg, entry, ctx, cell_index, as_text(cell.get("source", "")), timeout_seconds)
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def clear_outputs(
         session_id: SessionId,
         cell_index: Annotated[
@@ -391,12 +381,12 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         the session's notebook. Sources and the kernel's variables stay. Refused while a cell runs."""
         entry = await _entry(reg, session_id)
         session = entry.session
-        await _in_thread(lambda: _edit(entry, lambda: session.clear_outputs(cell_index)))
+        await in_thread(lambda: _edit(entry, lambda: session.clear_outputs(cell_index)))
         what = "every cell" if cell_index is None else f"cell {cell_index}"
-        return _text(f"Cleared the outputs of {what} of {session.notebook_path}.{_saved(entry)}")
+        return text_result(f"Cleared the outputs of {what} of {session.notebook_path}.{_saved(entry)}")
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def list_notebooks(
         session_id: SessionId,
         directory: Annotated[
@@ -415,9 +405,9 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
             owners = {str(s.get("path")): str(s.get("id")) for s in client.sessions()}
             return found, owners
 
-        found, owners = await _in_thread(listing)
+        found, owners = await in_thread(listing)
         if not found:
-            return _text(f"No notebooks in {directory or 'the server root'!r}.")
+            return text_result(f"No notebooks in {directory or 'the server root'!r}.")
         lines = []
         for item in found:
             path = str(item["path"])
@@ -428,10 +418,10 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
             elif owner:
                 line += f"  <- open in session {owner}"
             lines.append(line)
-        return _text("\n".join(lines))
+        return text_result("\n".join(lines))
 
     @server.tool(structured_output=False)
-    @_tool
+    @tool_errors
     async def open_notebook(
         ctx: Context,
         session_id: SessionId,
@@ -498,7 +488,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
                 raise ToolFailure(f"{exc}. list_notebooks lists the server's notebooks.") from exc
             return target
 
-        def start() -> tuple[_Entry, str]:
+        def start() -> tuple[Entry, str]:
             from seer.execution import open_notebook_session
 
             target, notebook = prepare()
@@ -530,19 +520,19 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
             return reg.adopt(new), target
 
         if new_session:
-            new_entry, target = await _in_thread(start, ctx, "starting a kernel")
+            new_entry, target = await in_thread(start, ctx, "starting a kernel")
             opened = new_entry.session
             how = f"Started session {opened.session_id} (a fresh kernel) on notebook {target}"
             extra = f"\n\n{opened.model_info_text}"
         else:
-            target = await _in_thread(lambda: _edit(entry, switch))
+            target = await in_thread(lambda: _edit(entry, switch))
             opened = session
             how = f"Session {session.session_id} now records in notebook {target}"
             extra = ""
         cells = opened.cells
         code = sum(1 for c in cells if c.get("cell_type") == "code")
         copied = f" (copied from {path} on this machine)" if local else ""
-        return _text(
+        return text_result(
             f"{how}{copied}: {len(cells)} cells ({code} code, {len(cells) - code} other), with their "
             "recorded outputs. The kernel has not run them: execute_cell(session_id="
             f"{opened.session_id!r}, cell_index=N) re-runs one; read_notebook(session_id="

@@ -41,6 +41,7 @@ from seer.providers.base import ExecResult, OutputCallback
 from seer.sessions.shell import SHELL_SANDBOX_ENV, SHELL_SESSION_ENV, CliSession
 
 from seer_mcp._progress import with_progress
+from seer_mcp.mcpserver import SeerMCPServer
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -309,7 +310,7 @@ def build_server(sandbox_id: str | None = None, session_id: str | None = None) -
     """The shell MCP server for ``sandbox_id`` (and CLI session ``session_id``); either may be
     None (then each call names its sandbox)."""
     tools = ShellTools(sandbox_id, session_id)
-    server = MCPServer(name="seer-shell", instructions=_instructions(tools), log_level="WARNING")
+    server = SeerMCPServer(name="seer-shell", instructions=_instructions(tools), log_level="WARNING")
 
     @server.tool(structured_output=False)
     async def run_command(

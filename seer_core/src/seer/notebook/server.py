@@ -98,6 +98,17 @@ del __seer_warm_up
 TOOLKIT_DIR = ".seer/toolkit"
 #: Run (hidden, at start-up) by every kernel when the toolkit is on: its modules become importable
 #: (``from steering_hook import create_steering_hook``), behind anything installed of that name.
+#: Every kernel caps what one cell sends as output (a 200 MB value would otherwise reach every
+#: client and both notebooks whole): seer.runtime.kernel_output.
+_OUTPUT_CAP = """\
+try:
+    from seer.runtime.kernel_output import install as __seer_cap_output
+    __seer_cap_output()
+    del __seer_cap_output
+except ImportError:
+    pass
+"""
+
 _TOOLKIT_PATH = """\
 import sys as __seer_sys
 if {path!r} not in __seer_sys.path:
@@ -114,7 +125,8 @@ class NotebookMode(ExecutionModePlugin):
     ``.seer/jupyter`` (nothing from the user's ``~/.jupyter`` or ``~/.ipython`` leaks in) and the
     working directory as its root. When the sandbox has models, every kernel imports what loading
     them needs as it starts, and one kernel is started ahead of time for the first session.
-    With seer-toolkit installed here and the config's ``toolkit`` on, its modules are uploaded to
+    With seer-toolkit installed here (it gives its modules through the ``seer_kernel_libraries``
+    hook) and the config's ``toolkit`` on, its modules are uploaded to
     ``.seer/toolkit`` and every kernel finds them on ``sys.path``.
 
     Where the machine comes with its packages installed, the server is started as soon as the
@@ -244,15 +256,16 @@ class _ServerLaunch:
         # The variables core has set so far (all of them, for a server started again later).
         self._write_kernelspec(dict(self.sandbox.env))
         toolkit_dir = _install_toolkit(self.sandbox)
-        exec_lines = [_TOOLKIT_PATH.format(path=toolkit_dir)] if toolkit_dir else []
+        exec_lines = [_OUTPUT_CAP]
+        if toolkit_dir:
+            exec_lines.append(_TOOLKIT_PATH.format(path=toolkit_dir))
         if self.warm:
             exec_lines.append(_WARM_UP.format(names=self.warm))
-        if exec_lines:
-            kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
-            self.sandbox.write_file(
-                f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
-                json.dumps(kernel_config),
-            )
+        kernel_config = {"IPKernelApp": {"exec_lines": exec_lines}}
+        self.sandbox.write_file(
+            f"{self.dirs['IPYTHONDIR']}/profile_default/ipython_kernel_config.json",
+            json.dumps(kernel_config),
+        )
         self.sandbox.ensure_dir(self.dirs["JUPYTER_RUNTIME_DIR"])
 
     def _write_kernelspec(self, env: dict[str, str]) -> None:
@@ -426,18 +439,21 @@ def _stop_kernels(sandbox: Sandbox, runtime_dir: str) -> None:
 
 
 def _install_toolkit(sandbox: Sandbox) -> str | None:
-    """Upload seer-toolkit's modules into the sandbox for its kernels; the folder they are in, or
-    None when the config turns the toolkit off or seer-toolkit is not installed on this machine."""
+    """Upload the libraries plugins give kernels (the ``seer_kernel_libraries`` hook: seer-toolkit's
+    modules) into the sandbox; the folder they are in, or None when the config turns the toolkit
+    off or no plugin gives any."""
     if not sandbox.config.toolkit:
         return None
-    try:
-        import seer_toolkit
-    except ImportError:
-        log.info("seer-toolkit is not installed: kernels get no toolkit (pip install 'seer[toolkit]')")
+    from seer import plugins
+
+    given = plugins.hook().seer_kernel_libraries(sandbox=sandbox)
+    libraries = [lib for found in given for lib in found or ()]
+    if not libraries:
+        log.info("no plugin gives kernels libraries: kernels get no toolkit (pip install 'seer[toolkit]')")
         return None
     target = sandbox.machine.resolve(TOOLKIT_DIR)
     with tempfile.TemporaryDirectory(prefix="seer-toolkit-") as tmp:
-        for library in seer_toolkit.libraries():
+        for library in libraries:
             library.install_into(tmp)
         sandbox.upload_dir(tmp, target)
     return target

@@ -330,11 +330,28 @@ class NotebookSession:
                 "session.mcp_config needs seer's MCP plugin (the seer-mcp package); "
                 'install it with: pip install "seer[mcp]"'
             )
-        env = {"SEER_SESSION_ID": self.session_id, "SEER_JUPYTER_URL": self.jupyter_url}
+        from seer.state import seer_home
+
+        env = {
+            "SEER_SESSION_ID": self.session_id,
+            "SEER_JUPYTER_URL": self.jupyter_url,
+            # Where the sandbox's record is (an MCP client passes the server only this env): the
+            # server finds the sandbox's client folder there, and the session again after the
+            # sandbox's Jupyter server was started again (by the notebook's path).
+            "SEER_HOME": str(seer_home()),
+            "SEER_NOTEBOOK_PATH": self.notebook_path,
+        }
+        if self.sandbox_id:
+            env["SEER_SANDBOX_ID"] = self.sandbox_id
         if self.sandbox is not None:
             env["SEER_OUTPUTS_DIR"] = str(self.sandbox.outputs_dir.parent)
         elif self.local_path is not None:
             env["SEER_OUTPUTS_DIR"] = str(self.local_path.absolute().parent.parent)
+        if self.model_info_text != NO_MODELS_TEXT:  # for the server's instructions to the agent
+            env["SEER_SESSION_MODELS"] = self.model_info_text[:4000]
+        for name in ("SEER_LOAD_PLUGINS", "SEER_DISABLE_PLUGINS"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         return {"type": "stdio", "command": sys.executable, "args": ["-m", "seer_mcp.notebook"], "env": env}
 
     @property
