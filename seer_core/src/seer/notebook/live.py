@@ -42,7 +42,7 @@ ROUND_TRIP_TIMEOUT = 30.0
 #: after each change): a session running many short cells does not keep the server busy saving.
 SAVE_PAUSE = 0.5
 #: How long after the server's answer to a save its "written" mark may take to arrive.
-SAVED_WAIT = 1.0
+SAVED_WAIT = 2.0
 
 _SYNC, _AWARENESS, _RAW = 0, 1, 2
 _STEP1, _STEP2, _UPDATE = 0, 1, 2
@@ -177,6 +177,9 @@ class LiveNotebook:
         self._ws.settimeout(None)
         self._subscription = self.doc.observe(self._on_update)
         self._cells_subscription = self.notebook.ycells.observe_deep(self._on_cells)
+        #: how many times the server marked the document written (its "dirty" flag cleared)
+        self._written = 0
+        self._state_subscription = self.notebook.ystate.observe(self._on_state)
         self._thread = threading.Thread(target=self._read, name="seer-live-notebook", daemon=True)
         self._thread.start()
         #: why the last save of the sandbox's .ipynb failed (None: it did not)
@@ -209,6 +212,12 @@ class LiveNotebook:
         if self._remote:
             self.version += 1
             self._ids = None
+            self._changed.notify_all()
+
+    def _on_state(self, event: Any) -> None:
+        """(Under the lock.) The server cleared the "dirty" flag: it wrote the file."""
+        if self._remote and self.notebook.dirty is False:
+            self._written += 1
             self._changed.notify_all()
 
     def _read(self) -> None:
@@ -269,9 +278,14 @@ class LiveNotebook:
         Raises :class:`~seer.errors.NotebookError` when the server could not write it (its disk
         is full, the file is not writable): the document stays, unsaved, on the server."""
         deadline = time.monotonic() + timeout
+        with self._lock:
+            written = self._written
+        before = self._modified()
         while True:
             with self._lock:
-                self.notebook.dirty = True  # the server clears it once the file is written
+                # The server clears it once it wrote the file: a save by any writer that ends
+                # after this reached the server holds every change this writer sent before.
+                self.notebook.dirty = True
                 self._save_number += 1
                 number = self._save_number
             # Every change sent so far is applied before the save (the server saves at once on
@@ -292,13 +306,29 @@ class LiveNotebook:
         # The server answers a save whether or not it could write the file; only a written file
         # clears the mark. Its update is sent before the answer to a sync request made now.
         self.round_trip(timeout)
+        # A save that other writers' changes interrupt writes the file but leaves the mark (the
+        # server starts saving again after them): the file's time tells then.
+        for wait in (0.25, SAVED_WAIT):
+            with contextlib.suppress(NotebookError):
+                self._wait(lambda: self._written > written, min(timeout, wait), "a save")
+            if self._written > written or self._modified() != before:
+                return
+        raise NotebookError(
+            f"the Jupyter server could not write {self.path!r} in the sandbox (is its disk full? "
+            "the server's log says why)"
+        )
+
+    def _modified(self) -> str | None:
+        """When the notebook's file was last written, as the server says (None: it cannot say)."""
         try:
-            self._wait(lambda: not self.notebook.dirty, min(timeout, SAVED_WAIT), "a save")
-        except NotebookError:
-            raise NotebookError(
-                f"the Jupyter server could not write {self.path!r} in the sandbox (is its disk full? "
-                "the server's log says why)"
-            ) from None
+            status, model = self.client.request(
+                "GET", f"/api/contents/{quote_path(self.path)}?content=0", timeout=ROUND_TRIP_TIMEOUT
+            )
+        except OSError:
+            return None
+        if status != 200 or not isinstance(model, dict) or model.get("type") != "notebook":
+            return None
+        return str(model.get("last_modified"))
 
     def request_save(self) -> None:
         """Have the server write the document to its ``.ipynb`` soon (a thread of this replica
@@ -363,6 +393,8 @@ class LiveNotebook:
             self.doc.unobserve(self._subscription)
         with contextlib.suppress(Exception):
             self.notebook.ycells.unobserve(self._cells_subscription)
+        with contextlib.suppress(Exception):
+            self.notebook.ystate.unobserve(self._state_subscription)
         with contextlib.suppress(Exception):
             self._ws.send_close()
         with contextlib.suppress(Exception):

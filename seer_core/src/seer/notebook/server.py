@@ -33,9 +33,6 @@ log = logging.getLogger("seer")
 #: Longest time teardown spends having the server save the notebooks' live documents.
 FLUSH_TIMEOUT = 30.0
 
-#: Seconds after a change of a notebook's live document before the server saves it to its .ipynb
-#: (jupyter-collaboration's debounce; a session also asks for a save after each cell).
-DOCUMENT_SAVE_DELAY = 0.5
 
 #: How often the Jupyter server pings a kernel websocket (milliseconds; jupyter_server's default).
 WS_PING_INTERVAL_MS = 30000
@@ -553,11 +550,13 @@ def _server_config(*, root: str, port: int, token: str, state: str) -> dict[str,
             },
         },
         "IdentityProvider": {"token": token},
-        # The live document (jupyter-collaboration): saved to the .ipynb soon after each change,
-        # and a room with no client kept a while (a session reconnecting finds it as it was).
-        # Its state goes under .seer/jupyter, not into the working directory the agent sees.
+        # The live document (jupyter-collaboration): saved to the .ipynb when a writer asks (a
+        # session after each cell, JupyterLab on Ctrl+S and its autosave, teardown), not on every
+        # change: each change cancels a save under way, so a busy notebook was never saved. A
+        # room with no client is kept a while (a session reconnecting finds it as it was). Its
+        # state goes under .seer/jupyter, not into the working directory the agent sees.
         "YDocExtension": {
-            "document_save_delay": DOCUMENT_SAVE_DELAY,
+            "document_save_delay": None,
             "document_cleanup_delay": 60,
             "session_store_path": f"{state}/collaboration_sessions.json",
         },

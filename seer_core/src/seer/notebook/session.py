@@ -451,6 +451,15 @@ class NotebookSession:
                 self._nb.metadata.update(metadata)
             self._push()
 
+    def _write_file(self) -> None:
+        """Write the notebook as held here into the sandbox's file now, through the Jupyter
+        contents API (not the writer, which may write later): a live document is made from it."""
+        self._client.call(
+            "PUT",
+            f"/api/contents/{quote_path(self.notebook_path)}",
+            {"type": "file", "format": "text", "content": self._nb.render()},
+        )
+
     def _close_document(self, *, save: bool = False) -> None:
         doc = self._doc
         if doc is None:
@@ -891,7 +900,7 @@ class NotebookSession:
             self._nb = NotebookDocument(metadata, cells)
             self._displays.clear()
             if notebook is not None:
-                self.save()  # the file, written here: the document is made from it
+                self._write_file()  # the document is made from it
             self._connect_document(new=notebook is not None)
             self.save()
 
@@ -1444,7 +1453,7 @@ class NotebookSession:
             self._client = client
             self._new_server_session()
             # The old server may not have saved its document: the notebook as held here is it.
-            self.save()
+            self._write_file()
             self._connect_document(new=True)
             self._setup_again()
             self.save()
