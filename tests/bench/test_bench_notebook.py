@@ -221,6 +221,7 @@ def test_bench_start_to_jupyterlab(bench_report: BenchReport, tmp_path: Path) ->
                 "--ip=127.0.0.1",
                 f"--port={port}",
                 f"--IdentityProvider.token={token}",
+                "--allow-root",  # as seer's server does (sandboxes often run as root)
                 f"--ServerApp.root_dir={workdir}",
             ],
             stdout=subprocess.DEVNULL,

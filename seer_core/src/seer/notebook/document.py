@@ -73,10 +73,17 @@ class NotebookDocument:
         changes, self._changes = self._changes, set()
         return changes
 
-    def replace(self, cells: list[dict[str, Any]]) -> None:
-        """Hold ``cells`` from now on (read back from the live document: not changes of ours)."""
+    def replace(self, cells: list[dict[str, Any]], *, unchanged: set[str] | None = None) -> None:
+        """Hold ``cells`` from now on (read back from the live document: not changes of ours).
+        The serialised text of the cells (ids) in ``unchanged`` that were held before is kept."""
+        kept: dict[str, str] = {}
+        if unchanged:
+            for cell, text in zip(self.cells, self._text, strict=False):
+                cid = str(cell.get("id"))
+                if text is not None and cid in unchanged:
+                    kept[cid] = text
         self.cells = cells
-        self._text = [None] * len(cells)
+        self._text = [kept.get(str(c.get("id"))) for c in cells]
 
     def invalidate(self) -> None:
         """Serialise every cell again at the next render (cells changed in place)."""

@@ -163,6 +163,13 @@ class LiveNotebook:
         self._outputs: dict[str, str] = {}
         #: the document's cell ids in order, as this writer last knew them (None: read them again)
         self._ids: list[str] | None = None
+        #: the cells as last read from the document, by id, and the ids changed since then: a
+        #: pull reads again only what changed (reading every cell of a long notebook took
+        #: hundreds of milliseconds)
+        self._as_read: dict[str, dict[str, Any]] = {}
+        self._stale: set[str] = set()
+        #: the ids whose cells the last :meth:`pull` read again (the rest are as before)
+        self.pulled: set[str] = set()
         url = client.ws_url(f"/api/collaboration/room/{room}?sessionId={model.get('sessionId', '')}")
         try:
             self._ws = websocket.create_connection(
@@ -211,7 +218,22 @@ class LiveNotebook:
         """(Under the lock.) The cells changed: count it when another writer changed them."""
         if self._remote:
             self.version += 1
-            self._ids = None
+            for event in events:
+                path = list(getattr(event, "path", None) or [])
+                if path and isinstance(path[0], int):
+                    # a change inside one cell: read that one again at the next pull
+                    try:
+                        self._stale.add(str(self.notebook.ycells[path[0]].get("id")))
+                    except Exception:  # not there any more: read them all again
+                        self._as_read.clear()
+                    continue
+                self._ids = None  # cells added, deleted or moved
+                for change in getattr(event, "delta", None) or []:
+                    for item in change.get("insert") or [] if isinstance(change, dict) else []:
+                        try:  # a cell inserted (or moved here) is read again whatever its id
+                            self._stale.add(str(item.get("id")))
+                        except Exception:
+                            self._as_read.clear()
             self._changed.notify_all()
 
     def _on_state(self, event: Any) -> None:
@@ -405,40 +427,59 @@ class LiveNotebook:
 
     # --- reading and writing cells ------------------------------------------------------------
     def pull(self) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """``(cells, metadata)``: the document as it is now, nbformat 4.5 dicts. A cell with no id
-        (an nbformat 4.4 notebook) is given one in the document, and the notebook becomes 4.5:
-        every writer addresses cells by id."""
+        """``(cells, metadata)``: the document as it is now, nbformat 4.5 dicts. Only the cells
+        that changed since the last pull are read again (:attr:`pulled` names them, and they are
+        fresh copies); the others are the dicts an earlier pull gave: do not change them. A cell
+        with no id (an nbformat 4.4 notebook) is given one in the document, and the notebook
+        becomes 4.5: every writer addresses cells by id."""
         with self._lock:
             meta = _plain(self._ymeta.to_py() or {})
+            ycells = self.notebook.ycells
+            if self._ids is None or len(self._ids) != len(ycells):
+                self._ids = [str(y.get("id")) for y in ycells]
+            ids = self._ids
+            fixed = len(set(ids)) != len(ids) or any(not cid or cid == "None" for cid in ids)
+            if fixed:  # give every cell an id of its own, in the document
+                seen: set[str] = set()
+                for i, ycell in enumerate(ycells):
+                    if not ids[i] or ids[i] == "None" or ids[i] in seen:
+                        ids[i] = uuid.uuid4().hex[:8]
+                        ycell["id"] = ids[i]  # sent to the others as any change is
+                    seen.add(ids[i])
+            self.pulled = set()
             cells: list[dict[str, Any]] = []
-            seen: set[str] = set()
-            fixed = False
-            for ycell in self.notebook.ycells:
-                cell = _plain(ycell.to_py() or {})
-                cell.pop("execution_state", None)
-                cid = cell.get("id")
-                if not isinstance(cid, str) or not cid or cid in seen:
-                    cid = uuid.uuid4().hex[:8]
-                    ycell["id"] = cid  # sent to the others as any change is
-                    cell["id"] = cid
-                    fixed = True
-                seen.add(cid)
-                cell.setdefault("metadata", {})
-                cell["source"] = str(cell.get("source", ""))
-                if cell.get("cell_type") == "code":
-                    cell.setdefault("outputs", [])
-                    cell.setdefault("execution_count", None)
-                    self._outputs[cid] = json.dumps(cell["outputs"], sort_keys=True)
-                elif not cell.get("attachments"):
-                    cell.pop("attachments", None)
+            for i, cid in enumerate(ids):
+                cell = self._as_read.get(cid)
+                if cell is None or cid in self._stale:
+                    cell = self._convert(ycells[i], cid)
+                    self._as_read[cid] = cell
+                    self.pulled.add(cid)
                 self.known.add(cid)
                 cells.append(cell)
+            self._stale.clear()
+            if len(self._as_read) > len(ids):
+                present = set(ids)
+                self._as_read = {k: v for k, v in self._as_read.items() if k in present}
             if fixed or int(meta.get("nbformat_minor", 5) or 0) < 5:
                 self._ymeta["nbformat"] = 4.0
                 self._ymeta["nbformat_minor"] = 5.0
-            if fixed:
-                self._ids = None
-            return cells, dict(meta.get("metadata") or {})
+            return [json.loads(json.dumps(c)) if c["id"] in self.pulled else c for c in cells], dict(
+                meta.get("metadata") or {}
+            )
+
+    def _convert(self, ycell: Any, cid: str) -> dict[str, Any]:
+        cell: dict[str, Any] = _plain(ycell.to_py() or {})
+        cell.pop("execution_state", None)
+        cell["id"] = cid
+        cell.setdefault("metadata", {})
+        cell["source"] = str(cell.get("source", ""))
+        if cell.get("cell_type") == "code":
+            cell.setdefault("outputs", [])
+            cell.setdefault("execution_count", None)
+            self._outputs[cid] = json.dumps(cell["outputs"], sort_keys=True)
+        elif not cell.get("attachments"):
+            cell.pop("attachments", None)
+        return cell
 
     def push_metadata(self, metadata: dict[str, Any]) -> None:
         """Make the notebook's metadata ``metadata`` (kernelspec, language_info, ...)."""
@@ -499,6 +540,8 @@ class LiveNotebook:
             for cell in cells:
                 cid = str(cell.get("id"))
                 at = place.get(cid)
+                if at is None or changed is None or cid in changed:
+                    self._stale.add(cid)  # read it again at the next pull
                 if at is None:
                     at = previous + 1
                     ycells.insert(at, self._ycell(cell))

@@ -312,8 +312,10 @@ class NotebookSession:
         #: the execution counts of those (since this kernel last started)
         self._counts_seen: set[int] = set()
         #: the cells this session ran last, placed again as other writers' cells come in
-        self._recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=64)
+        self._recent: collections.deque[tuple[dict[str, Any], int | None]] = collections.deque(maxlen=64)
         self._placed_at = 0
+        #: cells (ids) run again in place here (``run_cell``): their count is not their place
+        self._reran: set[str] = set()
         self._nb = NotebookDocument(
             metadata
             or {
@@ -441,6 +443,7 @@ class NotebookSession:
             self._doc = doc
             self._doc_seen = doc.version
             cells, metadata = doc.pull()
+            cells = json.loads(json.dumps(cells))  # this session's own, to change
             self._doc_metadata = None
             if new:
                 doc.push(self._nb.cells, None)
@@ -497,15 +500,19 @@ class NotebookSession:
             held = {str(c.get("id")): c for c in self._nb.cells}
             merged = []
             for cell in cells:
-                old = held.get(str(cell.get("id")))
+                cid = str(cell.get("id"))
+                old = held.get(cid)
                 if old is None:
-                    merged.append(cell)
+                    merged.append(json.loads(json.dumps(cell)) if cid not in doc.pulled else cell)
                     continue
-                if old is not self._running_cell and old != cell:
+                if cid in doc.pulled and old is not self._running_cell and old != cell:
                     old.clear()
                     old.update(cell)
                 merged.append(old)
-            self._nb.replace(merged)
+            unchanged = {str(c.get("id")) for c in merged} - doc.pulled
+            if self._running_cell is not None:
+                unchanged.discard(str(self._running_cell.get("id")))
+            self._nb.replace(merged, unchanged=unchanged)
             self._doc_seen = seen
 
     @property
@@ -862,6 +869,7 @@ class NotebookSession:
                             execution_count=new.get("execution_count"), outputs=new.get("outputs", [])
                         )
                         cell.setdefault("metadata", {}).pop(RUNNING_KEY, None)
+                        self._reran.add(str(cell.get("id")))
                         self._changed(cell)
 
     def open(self, path: str, *, notebook: dict[str, Any] | None = None) -> None:
@@ -1175,6 +1183,8 @@ class NotebookSession:
         if request:
             started = self._started.get(request, -1) if request in self._started else None
             return started is None or started > count
+        if str(other.get("id")) in self._reran:
+            return False
         theirs = other.get("execution_count")
         return isinstance(theirs, int) and theirs > count and theirs in self._counts_seen
 
@@ -1186,13 +1196,16 @@ class NotebookSession:
             return
         with self._doc_lock:
             self._placed_at = doc.version
-            for cell in list(self._recent)[-how_many:]:
-                self._place(cell)
+            for cell, count in list(self._recent)[-how_many:]:
+                if cell.get("execution_count") == count:  # not run again in place since
+                    self._place(cell)
 
     def _ran_before(self, other: dict[str, Any], count: int) -> bool:
         """Whether code cell ``other`` started before the cell with execution count ``count``
         in this kernel."""
         request = (other.get("metadata") or {}).get(RUNNING_KEY)
+        if not request and str(other.get("id")) in self._reran:
+            return False
         theirs = self._started.get(request) if request else other.get("execution_count")
         return isinstance(theirs, int) and theirs < count and theirs in self._counts_seen
 
@@ -1304,7 +1317,7 @@ class NotebookSession:
             else:
                 self._nb.touch(cell)
             self._place(cell)  # where the kernel's order puts it, as other writers' cells came in
-            self._recent.append(cell)
+            self._recent.append((cell, cell.get("execution_count")))
         self.save()
 
     def partial_outputs(self) -> list[dict[str, Any]]:
