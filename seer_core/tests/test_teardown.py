@@ -51,7 +51,8 @@ def _cells(path: Path) -> list[tuple[str, str]]:
     nb = json.loads(path.read_text())
     out = []
     for cell in nb["cells"]:
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+        # the Jupyter server saves multi-line strings as lists of lines
+        text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
         out.append(("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"], text))
     return out
 

@@ -315,7 +315,7 @@ class LiveNotebook:
             self.round_trip(timeout)
             self._send(_raw_message("save", number))
             left = max(deadline - time.monotonic(), 0.001)
-            self._wait(lambda n=number: n in self._saves, left, "a save")  # type: ignore[misc]
+            self._wait(lambda n=number: n in self._saves, left, "a save")
             with self._lock:
                 answer = self._saves.pop(number)
             if answer.get("status") == "failed":
