@@ -1137,7 +1137,8 @@ class NotebookSession:
                             cell["execution_count"] = content.get("execution_count")
                             self._nb.touch(cell)
                             unsaved = True
-                            self._place(cell)
+                            if self._doc is not None and self._doc.version:  # others write too
+                                self._place(cell)
                     else:
                         collector.handle(msg_type, content)
                         unsaved = cell is not None
