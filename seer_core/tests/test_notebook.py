@@ -25,6 +25,7 @@ from seer import ExecutionMode, Sandbox, SandboxConfig, SandboxStartError
 from seer.errors import CellExecutionError, CellTimeoutError, KernelDiedError, NotebookError
 from seer.execution import create_notebook_session
 from seer.notebook import NO_MODELS_TEXT, JupyterClient, NotebookSession, strip_ansi
+from seer.notebook.live import LiveNotebook
 
 pytest.importorskip("jupyter_server")
 pytest.importorskip("websocket")
@@ -130,10 +131,12 @@ def mnb(with_models: Sandbox, workspace: Any, outputs: Path) -> Iterator[Noteboo
 
 def _notebook_file(session: NotebookSession) -> dict[str, Any]:
     assert session.sandbox is not None
+    session.flush()
     text = session.sandbox.read_file(session.notebook_path)
     nb = nbformat.reads(text, as_version=4)
     nbformat.validate(nb)
-    return dict(json.loads(text))
+    # as nbformat reads it: the server writes multi-line strings as lists of lines
+    return dict(json.loads(json.dumps(nb)))
 
 
 def _sources(notebook: dict[str, Any]) -> list[str]:
@@ -259,6 +262,7 @@ def test_hidden_cells_leave_no_trace(nb: NotebookSession) -> None:
     assert len(nb.cells) == before
     check = nb.exec("print(secret_value); print(any(('sword' + 'fish') in c for c in In + _ih))")
     assert check.stdout == "swordfish\nFalse\n"
+    nb.flush()
     text = nb.sandbox.read_file(nb.notebook_path)  # type: ignore[union-attr]
     assert "secret_value = " not in text and "hidden ran" not in text
 
@@ -320,19 +324,28 @@ def test_attach_recovers_what_the_kernel_ran_that_the_notebook_misses(plain: San
     session.exec("x = 41")
     session.exec("x + 1")
     session.exec("print('lost')\nx * 2")
+    url, sid = session.jupyter_url, session.session_id
+    session.detach()
     # A client that died: its last cell never reached the notebook, the one before it only as a
-    # cell that had started.
+    # cell that had started. (Written to the file: the server's live document takes it from there.)
     notebook = json.loads(plain.read_file("notebooks/lossy.ipynb"))
     started = notebook["cells"][1]
     started.update(execution_count=None, outputs=[], metadata={"seer_running": "gone"})
     del notebook["cells"][2]
     plain.write_file("notebooks/lossy.ipynb", json.dumps(notebook))
-    url, sid = session.jupyter_url, session.session_id
-    session.detach()
+    live = LiveNotebook(JupyterClient.from_url(url), "notebooks/lossy.ipynb")
+    try:
+        deadline = time.monotonic() + 30
+        while len(live.pull()[0]) != 2 and time.monotonic() < deadline:
+            live.wait_changed(live.version, 1.0)
+        assert len(live.pull()[0]) == 2
+    finally:
+        live.close()
 
     again = NotebookSession.attach(url, sid)
     try:
         assert [r.code for r in again.recovered] == ["x + 1", "print('lost')\nx * 2"]
+        again.flush()
         saved = json.loads(plain.read_file("notebooks/lossy.ipynb"))["cells"]
         assert ["".join(c["source"]) for c in saved] == ["x = 41", "x + 1", "print('lost')\nx * 2"]
         assert [c["execution_count"] for c in saved] == [1, 2, 3]
@@ -542,6 +555,7 @@ def test_model_loading_is_not_in_history_or_notebook(mnb: NotebookSession, manif
         "print(any(('load_' + 'model') in c or ('SEER_MODELS_' + 'MANIFEST') in c for c in In + _ih))"
     )
     assert r.stdout == "False\n"
+    mnb.flush()
     text = mnb.sandbox.read_file(mnb.notebook_path)  # type: ignore[union-attr]
     assert model_dir not in text and "load_model" not in text and "__seer" not in text
 

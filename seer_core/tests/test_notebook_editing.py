@@ -58,7 +58,9 @@ def fresh(session: NotebookSession, sandbox: Sandbox) -> NotebookSession:
 
 
 def on_disk(sandbox: Sandbox, session: NotebookSession) -> Any:
-    """The notebook file in the sandbox, read and validated with nbformat."""
+    """The notebook file in the sandbox (once the server saved the live document), read and
+    validated with nbformat."""
+    session.flush()
     nb = nbformat.reads(sandbox.read_file(session.notebook_path), as_version=4)
     nbformat.validate(nb)
     return nb
@@ -104,7 +106,7 @@ def test_insert_delete_move_set_source_and_clear_reach_the_file(
     assert sources(on_disk(sandbox, s))[-2:] == ["'x'", "'y'"]
     # The local mirror holds the same notebook.
     assert s.local_path is not None
-    assert json.loads(s.local_path.read_text()) == json.loads(sandbox.read_file(s.notebook_path))
+    assert nbformat.reads(s.local_path.read_text(), as_version=4).cells == on_disk(sandbox, s).cells
 
 
 def test_run_cell_reruns_in_place(fresh: NotebookSession, sandbox: Sandbox) -> None:

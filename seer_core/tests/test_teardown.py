@@ -51,7 +51,8 @@ def _cells(path: Path) -> list[tuple[str, str]]:
     nb = json.loads(path.read_text())
     out = []
     for cell in nb["cells"]:
-        text = "".join(o.get("text", "") for o in cell.get("outputs", []))
+        # the Jupyter server saves multi-line strings as lists of lines
+        text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
         out.append(("".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"], text))
     return out
 
@@ -189,3 +190,77 @@ def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) 
     again = keep_tree(root, dest)
     assert sorted(p.name for p in again.beside) == ["edited.sandbox.ipynb", "table.sandbox.csv"]
     assert not list(dest.glob("*.sandbox-2*")) and not list((dest / "outputs").glob("*.sandbox-2*"))
+
+
+#: A writer in the sandbox that saves ``notebooks/live.ipynb`` the way Jupyter's contents manager
+#: does (a temporary ``.~live.ipynb`` renamed into place), one more cell each time, as fast as it can.
+_SAVER = r"""
+import json, os, pathlib, sys
+folder = pathlib.Path("notebooks"); folder.mkdir(exist_ok=True)
+n = 0
+while True:
+    n += 1
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": f"cell {i}"} for i in range(n)]
+    tmp = folder / ".~live.ipynb"
+    tmp.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    os.replace(tmp, folder / "live.ipynb")
+    if n == 3:
+        (folder / "saving").write_text("")
+"""
+
+
+def test_teardown_while_a_notebook_is_being_saved_never_refuses_and_loses_nothing(
+    started: list[Sandbox], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #22: a temporary file vanishing during the copy made terminate() refuse. 50 times:
+    a sandbox whose notebook is being saved over and over is torn down; each time the copy is a
+    whole notebook holding at least the cells saved before teardown began, and no temporary file."""
+    monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "kept"))
+    for _round in range(50):
+        sandbox = Sandbox(SandboxConfig(timeout=600, execution_mode="cli")).start()
+        started.append(sandbox)
+        sandbox.machine.start_process([sandbox.machine.python, "-c", _SAVER], name="saver")
+        assert wait_for(lambda s=sandbox: s.exec("test -e notebooks/saving").exit_code == 0, timeout=SLOW)
+        before = len(json.loads(sandbox.read_file("notebooks/live.ipynb"))["cells"])
+
+        sandbox.terminate()  # raised "could not copy ... .~live.ipynb: No such file" before
+
+        assert not sandbox.status.alive
+        folder = tmp_path / "kept" / sandbox.sandbox_id
+        cells = json.loads((folder / "live.ipynb").read_text())["cells"]
+        assert len(cells) >= before >= 3
+        assert [c["source"] for c in cells] == [f"cell {i}" for i in range(len(cells))]
+        assert not list(folder.glob(".~*"))
+
+
+@pytest.mark.unit
+def test_a_tree_is_copied_as_found_while_files_vanish(tmp_path: Path) -> None:
+    """The local provider's get_dir: files renamed away while the tree is walked are skipped,
+    never an error; everything that stays is copied."""
+    import threading
+
+    from seer.providers.local.provider import copy_tree_as_found
+
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "kept.txt").write_text("kept")
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            for i in range(20):
+                (src / f".~{i}.tmp").write_text("x")
+            for i in range(20):
+                (src / f".~{i}.tmp").replace(src / "renamed.txt")
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        for n in range(200):
+            copy_tree_as_found(src, tmp_path / f"copy{n % 4}")
+    finally:
+        stop.set()
+        worker.join()
+    assert (tmp_path / "copy0" / "sub" / "kept.txt").read_text() == "kept"
+    with pytest.raises(FileNotFoundError):
+        copy_tree_as_found(tmp_path / "missing", tmp_path / "copy")

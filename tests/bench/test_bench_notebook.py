@@ -173,3 +173,85 @@ def test_bench_exec_round_trip(bench_report: BenchReport, session: Any) -> None:
             ),
         )
         assert cmp.seer.median > 0
+
+
+def _lab_answers(url: str, deadline: float) -> bool:
+    """Poll JupyterLab's page at ``url`` until it answers (True) or ``deadline`` passes."""
+    import time
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as page:
+                if b"<title>JupyterLab</title>" in page.read():
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def test_bench_start_to_jupyterlab(bench_report: BenchReport, tmp_path: Path) -> None:
+    """``start -> JupyterLab answers``: a notebook sandbox started until ``/lab`` (with the token)
+    serves JupyterLab, against ``jupyter lab`` started by hand on a free port with a token (the same
+    packages: JupyterLab with jupyter-collaboration) until its ``/lab`` answers."""
+    import secrets
+    import socket
+    import time
+
+    pytest.importorskip("jupyterlab")
+
+    def with_seer() -> tuple[bool, Callable[[], None]]:
+        sandbox = Sandbox(_config(models=False)).start()
+        url = str(sandbox.jupyter_url).replace("/?token=", "/lab?token=")
+        return _lab_answers(url, time.monotonic() + 120), sandbox.terminate
+
+    def by_hand() -> tuple[bool, Callable[[], None]]:
+        workdir = tempfile.mkdtemp(dir=tmp_path)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        token = secrets.token_urlsafe(16)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                f"--IdentityProvider.token={token}",
+                "--allow-root",  # as seer's server does (sandboxes often run as root)
+                f"--ServerApp.root_dir={workdir}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def teardown() -> None:
+            proc.terminate()
+            proc.wait(timeout=60)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+        return _lab_answers(f"http://127.0.0.1:{port}/lab?token={token}", time.monotonic() + 120), teardown
+
+    def check(out: tuple[bool, Callable[[], None]]) -> None:
+        answered, teardown = out
+        teardown()
+        assert answered, "JupyterLab did not answer within 120s"
+
+    cmp = bench_report.add(
+        GROUP,
+        compare(
+            "start -> JupyterLab answers",
+            seer=with_seer,
+            baseline=by_hand,
+            repeat=3,
+            warmup=1,
+            check_seer=check,
+            check_baseline=check,
+            note="baseline: `jupyter lab` by hand (token, free port) until /lab answers; "
+            "seer: Sandbox(notebook mode).start() until jupyter_url's /lab answers",
+        ),
+    )
+    assert cmp.seer.median > 0 and cmp.baseline.median > 0

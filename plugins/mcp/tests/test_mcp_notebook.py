@@ -129,10 +129,13 @@ def attached(client: McpClient, printed: dict[str, str]) -> str:
 
 
 def _notebook(sandbox: Sandbox, session: NotebookSession) -> dict[str, Any]:
-    """The notebook file (read again if caught mid-write: Jupyter rewrites it in place)."""
+    """The notebook file (read again if caught mid-write: Jupyter rewrites it in place), as
+    nbformat reads it (the Jupyter server saves multi-line strings as lists of lines)."""
+    import nbformat
+
     for _ in range(100):
         try:
-            return dict(json.loads(sandbox.read_file(session.notebook_path)))
+            return dict(json.loads(json.dumps(nbformat.reads(sandbox.read_file(session.notebook_path), 4))))
         except ValueError:
             time.sleep(0.02)
     raise AssertionError(f"{session.notebook_path} never held valid JSON")

@@ -32,6 +32,9 @@ class ClientPackage:
 CLIENT_PACKAGES: dict[str, ClientPackage] = {
     # seer.notebook: a notebook session talks to the sandbox's Jupyter server over a websocket.
     "websocket": ClientPackage("websocket-client", "notebook"),
+    # seer.notebook.live: the notebook's live document, replicated (Jupyter's collaborative model).
+    "pycrdt": ClientPackage("pycrdt", "notebook"),
+    "jupyter_ydoc": ClientPackage("jupyter-ydoc", "notebook"),
 }
 
 

@@ -28,6 +28,7 @@ import os
 import posixpath
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,12 @@ DEFAULT_OUTPUTS_DIR = "seer-outputs"
 KEPT_DIRS = {"notebooks": "", "outputs": "outputs"}
 #: Folders inside those that are never copied (Jupyter's autosave checkpoints).
 _SKIPPED = {".ipynb_checkpoints"}
+#: Names of files never copied: Jupyter's (and editors') temporary files of an atomic save, which
+#: hold nothing the renamed file will not, and may vanish at any moment.
+_TEMPORARY = (".~",)
+#: How many times a fetch of a live sandbox's folders is tried before the copy fails: a file
+#: renamed or removed while a provider archives the folder can fail one try, not the next.
+_FETCH_TRIES = 4
 
 
 def client_outputs_dir(sandbox_id: str) -> Path:
@@ -134,7 +141,9 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
     """Copy the regular files under ``src`` into ``dest`` by the rules above."""
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
-        if _SKIPPED & set(rel.parts) or path.is_symlink() or not path.is_file():
+        if _SKIPPED & set(rel.parts) or path.name.startswith(_TEMPORARY):
+            continue
+        if path.is_symlink() or not path.is_file():
             continue
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -171,15 +180,25 @@ def keep_tree(root: Path, dest: Path) -> Kept:
 
 def copy_out(machine: Machine, dest: Path) -> Kept:
     """Fetch the sandbox's notebooks and outputs into ``dest`` on this machine, before the sandbox
-    is torn down. Raises what the machine's primitives raise when it cannot (the caller then keeps
-    the sandbox's files)."""
+    is torn down. The sandbox may still be writing (a notebook being saved): a fetch that fails is
+    tried again, up to :data:`_FETCH_TRIES` times. Raises what the machine's primitives raise when
+    it cannot (the caller then keeps the sandbox's files)."""
     remote = {folder: machine.resolve(folder) for folder in KEPT_DIRS}
     listing = machine.exec(
         ["bash", "-c", 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done', "_", *remote.values()]
     ).check()
     present = set(listing.stdout.splitlines())
-    with tempfile.TemporaryDirectory(prefix="seer-keep-") as tmp:
-        for folder, path in remote.items():
-            if path in present:
-                machine.get_dir(path, Path(tmp) / posixpath.basename(folder))
-        return keep_tree(Path(tmp), dest)
+    attempt = 0
+    while True:
+        attempt += 1
+        with tempfile.TemporaryDirectory(prefix="seer-keep-") as tmp:
+            try:
+                for folder, path in remote.items():
+                    if path in present:
+                        machine.get_dir(path, Path(tmp) / posixpath.basename(folder))
+            except Exception:
+                if attempt >= _FETCH_TRIES or not machine.status().alive:
+                    raise
+                time.sleep(0.05 * attempt)
+                continue
+            return keep_tree(Path(tmp), dest)

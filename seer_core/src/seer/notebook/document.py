@@ -16,6 +16,7 @@ from seer.errors import (
 
 __all__ = [
     "CELL_ID",
+    "ORDER_CHANGED",
     "NotebookDocument",
     "check_notebook_path",
     "check_source",
@@ -30,19 +31,59 @@ if TYPE_CHECKING:
 
 # --- the notebook document ------------------------------------------------------------------
 
+#: In :meth:`NotebookDocument.take_changes`: cells were deleted or moved (no cell has this id).
+ORDER_CHANGED = "\x00order"
+
 
 class NotebookDocument:
-    """An nbformat 4.5 notebook built cell by cell; each cell is serialised once, when added."""
+    """An nbformat 4.5 notebook built cell by cell; each cell is serialised once, when added.
+
+    It also notes which cells changed since :meth:`take_changes` was last called (what a session
+    puts into the notebook's live document next)."""
 
     def __init__(self, metadata: dict[str, Any], cells: list[dict[str, Any]] | None = None):
         self.metadata = metadata
         self.cells: list[dict[str, Any]] = list(cells or [])
         self._text: list[str | None] = [None] * len(self.cells)
+        #: ids of the cells changed since the last :meth:`take_changes` (None: any may have)
+        self._changes: set[str] | None = set()
 
     def add(self, cell: dict[str, Any]) -> None:
         """Append ``cell`` (an nbformat cell dict) to the notebook."""
         self.cells.append(cell)
         self._text.append(None)
+        self.mark(cell)
+
+    def mark(self, cell: dict[str, Any]) -> None:
+        """Note that ``cell`` changed (for :meth:`take_changes`)."""
+        if self._changes is not None:
+            self._changes.add(str(cell.get("id")))
+
+    def mark_order(self) -> None:
+        """Note that cells were deleted or moved."""
+        if self._changes is not None:
+            self._changes.add(ORDER_CHANGED)
+
+    def mark_all(self) -> None:
+        """Note that any cell may have changed."""
+        self._changes = None
+
+    def take_changes(self) -> set[str] | None:
+        """The ids of the cells changed since the last call (None: any may have); forgets them."""
+        changes, self._changes = self._changes, set()
+        return changes
+
+    def replace(self, cells: list[dict[str, Any]], *, unchanged: set[str] | None = None) -> None:
+        """Hold ``cells`` from now on (read back from the live document: not changes of ours).
+        The serialised text of the cells (ids) in ``unchanged`` that were held before is kept."""
+        kept: dict[str, str] = {}
+        if unchanged:
+            for cell, text in zip(self.cells, self._text, strict=False):
+                cid = str(cell.get("id"))
+                if text is not None and cid in unchanged:
+                    kept[cid] = text
+        self.cells = cells
+        self._text = [kept.get(str(c.get("id"))) for c in cells]
 
     def invalidate(self) -> None:
         """Serialise every cell again at the next render (cells changed in place)."""
@@ -50,6 +91,7 @@ class NotebookDocument:
 
     def touch(self, cell: dict[str, Any]) -> None:
         """``cell`` (this very dict) changed: serialise it again at the next render."""
+        self.mark(cell)
         for i, candidate in enumerate(self.cells):
             if candidate is cell and i < len(self._text):
                 self._text[i] = None

@@ -30,31 +30,55 @@ __all__ = ["NotebookMode", "restart_jupyter", "start_early"]
 
 log = logging.getLogger("seer")
 
+#: Longest time teardown spends having the server save the notebooks' live documents.
+FLUSH_TIMEOUT = 30.0
+
+
 #: How often the Jupyter server pings a kernel websocket (milliseconds; jupyter_server's default).
 WS_PING_INTERVAL_MS = 30000
 
 #: Runs the Jupyter server. jsonschema's optional format checkers ``rfc3987_syntax`` and
 #: ``isoduration`` cost well over a second to import (a grammar compiled at import time) and
 #: nothing the server does needs them; blocking them halves its start-up.
-#: Kernel websockets also get TCP_NODELAY: tornado leaves Nagle on, and a cell's reply is several
-#: small frames in a row, each of which would wait for the client's delayed ACK (40 ms).
+#: Kernel and live-document websockets also get TCP_NODELAY: tornado leaves Nagle on, and a cell's
+#: reply (a sync answer) is several small frames in a row, each of which would wait for the
+#: client's delayed ACK (40 ms).
 #: tornado's warning about jupyter_server's ping settings is filtered out (see ``_server_config``).
 _SERVER_LAUNCHER = """\
 import logging, os, sys
 os.umask(0o077)  # its runtime files (jpserver-*.json, *-open.html) hold the token: user-only
 os.chmod(os.environ["JUPYTER_RUNTIME_DIR"], 0o700)
+# An environment layered over others (the local provider's sandbox venv over cached package layers
+# and the client's site-packages) installs JupyterLab's extensions and their enabling config under
+# the prefix of each layer, not sys.prefix: put each one's share/jupyter and etc/jupyter on
+# Jupyter's paths, or no extension (JupyterLab itself included) loads.
+def _layers():
+    seen = []
+    for entry in sys.path:
+        if entry.endswith("site-packages"):
+            prefix = os.path.dirname(os.path.dirname(os.path.dirname(entry)))
+            if prefix != sys.prefix and prefix not in seen:
+                seen.append(prefix)
+    return seen
+for _var, _sub in (("JUPYTER_PATH", "share/jupyter"), ("JUPYTER_CONFIG_PATH", "etc/jupyter")):
+    _found = [os.path.join(p, _sub) for p in _layers() if os.path.isdir(os.path.join(p, _sub))]
+    _have = [p for p in os.environ.get(_var, "").split(os.pathsep) if p]
+    if _found:
+        os.environ[_var] = os.pathsep.join(_have + [p for p in _found if p not in _have])
 for _name in ("rfc3987_syntax", "isoduration"):
     sys.modules.setdefault(_name, None)
-try:
-    from jupyter_server.services.kernels.websocket import KernelWebsocketHandler as _Handler
-except ImportError:  # another layout: run without it
-    _Handler = None
-if _Handler is not None:
-    _open = _Handler.open
+def _nodelay(module, name):
+    try:
+        handler = getattr(__import__(module, fromlist=[name]), name)
+    except (ImportError, AttributeError):  # another layout, or not installed: run without it
+        return
+    opened = handler.open
     async def _open_nodelay(self, *args, **kwargs):
         self.set_nodelay(True)
-        return await _open(self, *args, **kwargs)
-    _Handler.open = _open_nodelay
+        return await opened(self, *args, **kwargs)
+    handler.open = _open_nodelay
+_nodelay("jupyter_server.services.kernels.websocket", "KernelWebsocketHandler")
+_nodelay("jupyter_server_ydoc.handlers", "YDocWebSocketHandler")  # the live documents' rooms
 class _PingWarning(logging.Filter):
     # tornado reads jupyter_server's ws_ping_* (milliseconds) as its own websocket_ping_* (seconds)
     # and warns that the timeout exceeds the interval; its own pinger never runs (30000 s), so the
@@ -139,7 +163,13 @@ class NotebookMode(ExecutionModePlugin):
 
     name = "notebook"
     description = "Jupyter kernel in the sandbox, models pre-loaded"
-    required_packages: ClassVar[list[str]] = ["jupyter_server>=2", "ipykernel>=6"]
+    required_packages: ClassVar[list[str]] = [
+        "jupyter_server>=2",
+        "ipykernel>=6",
+        # JupyterLab at jupyter_url, and the notebook as one live document every writer edits
+        "jupyterlab>=4",
+        "jupyter-collaboration>=4",
+    ]
     #: seconds to wait for the server to answer before giving up
     start_timeout: ClassVar[float] = 120.0
     #: the kernel sessions use
@@ -152,6 +182,38 @@ class NotebookMode(ExecutionModePlugin):
             launch.write_files()
         launch.complete()
         launch.finalize()
+
+    def flush(self, sandbox: Sandbox) -> None:
+        """Have the Jupyter server save every notebook's live document under ``notebooks/`` (what
+        any writer, a person in JupyterLab included, put there since the last save), so the copy
+        teardown makes holds it. Bounded: :data:`FLUSH_TIMEOUT` seconds in all."""
+        from seer.notebook.client import JupyterClient
+        from seer.notebook.live import LiveNotebook, live_supported
+        from seer.notebook.session import NOTEBOOK_DIR
+
+        service = sandbox.services.get("jupyter")
+        if not service or not live_supported():
+            return
+        client = JupyterClient(service["url"], service["token"], timeout=10)
+        deadline = time.monotonic() + FLUSH_TIMEOUT
+        try:
+            notebooks = client.list_notebooks(NOTEBOOK_DIR, limit=100)
+        except (NotebookError, OSError) as exc:
+            log.info("not saving the live notebooks before teardown: %s", exc)
+            return
+        for item in notebooks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                log.warning("saving the live notebooks before teardown took over %gs", FLUSH_TIMEOUT)
+                return
+            try:
+                doc = LiveNotebook(client, str(item["path"]), timeout=left)
+                try:
+                    doc.save(timeout=left)
+                finally:
+                    doc.close()
+            except (NotebookError, OSError) as exc:
+                log.warning("could not save %s before teardown: %s", item["path"], exc)
 
     def restart_server(self, sandbox: Sandbox) -> str:
         """Start the sandbox's Jupyter server again (after it died, or to reset it); return its
@@ -227,6 +289,8 @@ class _ServerLaunch:
         self.timeout = timeout
         self.root = machine.workdir
         jdir = machine.resolve(".seer/jupyter")
+        #: where the server keeps its own state (the live documents' history, sessions)
+        self.state_dir = jdir
         self.dirs = {
             "JUPYTER_CONFIG_DIR": f"{jdir}/config",
             "JUPYTER_DATA_DIR": f"{jdir}/data",
@@ -293,7 +357,10 @@ class _ServerLaunch:
         self._preferred_port = None  # a retry (the port was taken) takes a free one
         machine.write_bytes(
             f"{self.dirs['JUPYTER_CONFIG_DIR']}/jupyter_server_config.json",
-            json.dumps(_server_config(root=self.root, port=self.port, token=self.token), indent=1).encode(),
+            json.dumps(
+                _server_config(root=self.root, port=self.port, token=self.token, state=self.state_dir),
+                indent=1,
+            ).encode(),
             mode=0o600,
         )
         # Every kernel inherits these: a kernel restarted by the server (which reuses the
@@ -471,7 +538,7 @@ def _warm_modules(sandbox: Sandbox) -> list[str]:
     return names
 
 
-def _server_config(*, root: str, port: int, token: str) -> dict[str, Any]:
+def _server_config(*, root: str, port: int, token: str, state: str) -> dict[str, Any]:
     return {
         "ServerApp": {
             "ip": "127.0.0.1",
@@ -485,7 +552,9 @@ def _server_config(*, root: str, port: int, token: str) -> dict[str, Any]:
             "allow_remote_access": True,
             "allow_origin": "",
             "terminals_enabled": False,
-            "jpserver_extensions": {"jupyter_server_terminals": False},
+            # JupyterLab and its collaboration server (the notebook's live document) load from
+            # their own enabling config; the language server proxy is not wanted (slow to start).
+            "jpserver_extensions": {"jupyter_server_terminals": False, "jupyter_lsp": False},
             # Kernel websockets: jupyter_server pings every ws_ping_interval ms and closes a socket
             # whose last pong is older than ws_ping_timeout, checked at each ping, the first check
             # before any ping was sent. The timeout must span a round trip past one interval, or
@@ -497,6 +566,26 @@ def _server_config(*, root: str, port: int, token: str) -> dict[str, Any]:
             },
         },
         "IdentityProvider": {"token": token},
+        # The live document (jupyter-collaboration): saved to the .ipynb when a writer asks (a
+        # session after each cell, JupyterLab on Ctrl+S and its autosave, teardown), not on every
+        # change: each change cancels a save under way, so a busy notebook was never saved. A
+        # room with no client is kept a while (a session reconnecting finds it as it was). Its
+        # state goes under .seer/jupyter, not into the working directory the agent sees.
+        "YDocExtension": {
+            "document_save_delay": None,
+            "document_cleanup_delay": 60,
+            "session_store_path": f"{state}/collaboration_sessions.json",
+        },
+        # The documents' update history (JupyterLab's timeline) is kept in memory: written to a
+        # database on disk, every update of every cell cost a commit on the server's event loop,
+        # which also carries the kernels' messages.
+        "SQLiteYStore": {"db_path": ":memory:"},
+        # JupyterLab asks no index or feed anything (a sandbox may have no network).
+        "LabApp": {
+            "news_url": None,
+            "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
+            "extension_manager": "readonly",
+        },
         # Notice a dead kernel within a second (the default polls every 3 s).
         "KernelRestarter": {"time_to_dead": 1.0},
         "KernelSpecManager": {"ensure_native_kernel": False},

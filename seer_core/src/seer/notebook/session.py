@@ -16,6 +16,7 @@ Build one with :func:`create_notebook_session` (also importable from :mod:`seer.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import operator
@@ -25,6 +26,7 @@ import queue
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +58,7 @@ from seer.notebook.document import (
     notebook_cells,
     source_text,
 )
+from seer.notebook.live import LiveNotebook, live_supported
 from seer.notebook.results import MODEL_INFO_MIME, CellResult, OutputCollector
 
 if TYPE_CHECKING:
@@ -201,10 +204,33 @@ NotebookWriter = Callable[["NotebookSession", str], None]
 
 
 def write_notebook(session: NotebookSession, text: str) -> None:
-    """The default :data:`NotebookWriter`: ``text`` into the sandbox's notebook file (through the
-    Jupyter contents API, as a text file, for a session without a sandbox object: the same bytes
-    either way) and the local mirror, replaced atomically so a reader never sees half a notebook."""
-    if session.sandbox is not None:
+    """The default :data:`NotebookWriter`: ``text`` (rendered from the session's replica of the
+    notebook) into the client copy first, replaced atomically so a reader never sees half a
+    notebook; then the notebook in the sandbox. With a live document (:attr:`NotebookSession.live`)
+    the Jupyter server writes the sandbox's ``.ipynb`` from the document, and this asks it to now;
+    without one, ``text`` is written there (through the Jupyter contents API, as a text file, for a
+    session without a sandbox object: the same bytes either way).
+
+    The client copy is written whatever happens to the sandbox's (a full disk there): a failure
+    to write the sandbox's copy is raised after it, as :class:`~seer.errors.NotebookError`."""
+    mirror = session.local_path
+    if mirror is not None:
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        # a name of this writer's own: other writers (sessions, MCP servers) keep the same copy
+        tmp = mirror.with_name(f".{mirror.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        # 0600, as seer's records: the agent's work may hold what it found or printed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, mirror)
+    live = session.live
+    if live is not None:
+        live.request_save()
+        if live.save_error is not None:
+            kept = f"; the client copy is {mirror}" if mirror is not None else ""
+            raise NotebookError(f"the notebook in the sandbox could not be saved: {live.save_error}{kept}")
+    elif session.sandbox is not None:
         session.sandbox.write_file(session.notebook_path, text)
     else:
         session.client.call(
@@ -212,16 +238,6 @@ def write_notebook(session: NotebookSession, text: str) -> None:
             f"/api/contents/{quote_path(session.notebook_path)}",
             {"type": "file", "format": "text", "content": text},
         )
-    mirror = session.local_path
-    if mirror is not None:
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        tmp = mirror.with_name(f".{mirror.name}.tmp")
-        # 0600, as seer's records: the agent's work may hold what it found or printed
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, mirror)
 
 
 class NotebookSession:
@@ -287,6 +303,23 @@ class NotebookSession:
         self.busy_at_attach = False
         #: the sandbox the kernel runs in, as the kernel reports it (``SEER_SANDBOX_ID``)
         self.sandbox_id: str | None = sandbox.sandbox_id if sandbox is not None else None
+        #: the notebook's live document (None: the server has none; the file is written instead)
+        self._doc: LiveNotebook | None = None
+        self._doc_seen = 0
+        self._doc_metadata: str | None = None
+        self._doc_lock = threading.RLock()
+        #: the cell this session runs now (its outputs grow here, not from the document)
+        self._running_cell: dict[str, Any] | None = None
+        #: requests (msg ids) the kernel has started, whoever sent them (seen on its iopub), in
+        #: the order it started them, with their execution counts
+        self._started: dict[str, int | None] = {}
+        #: the execution counts of those (since this kernel last started)
+        self._counts_seen: set[int] = set()
+        #: the cells this session ran last, placed again as other writers' cells come in
+        self._recent: collections.deque[tuple[dict[str, Any], int | None]] = collections.deque(maxlen=64)
+        self._placed_at = 0
+        #: cells (ids) run again in place here (``run_cell``): their count is not their place
+        self._reran: set[str] = set()
         self._nb = NotebookDocument(
             metadata
             or {
@@ -356,13 +389,152 @@ class NotebookSession:
 
     @property
     def cells(self) -> list[dict[str, Any]]:
-        """The notebook's cells so far (nbformat dicts)."""
+        """The notebook's cells so far (nbformat dicts), every writer's: with a live document,
+        what others (another session, an MCP server, a person in JupyterLab) put there too."""
+        self._pull()
         return self._nb.cells
 
     @property
     def notebook(self) -> dict[str, Any]:
         """The notebook as an nbformat 4.5 dict."""
-        return json.loads(self._nb.render())
+        self._pull()
+        with self._doc_lock:
+            return json.loads(self._nb.render())
+
+    @property
+    def live(self) -> LiveNotebook | None:
+        """The notebook's live document on the Jupyter server (jupyter-collaboration), which
+        every writer edits and the server saves to the ``.ipynb``; None where the server has
+        none (then this session writes the file itself)."""
+        return self._doc
+
+    @property
+    def notebook_url(self) -> str:
+        """The notebook in JupyterLab, with the server's token: open it in a browser to watch
+        (and edit) the notebook live."""
+        return (
+            f"{self._client.url}/lab/tree/{quote_path(self.notebook_path)}"
+            f"?token={urllib.parse.quote(self._client.token)}"
+        )
+
+    def flush(self, timeout: float = 30.0) -> None:
+        """Wait until the notebook in the sandbox holds everything this session wrote: with a
+        live document the Jupyter server saves it shortly after each cell (:attr:`live`); this
+        has it save now and waits. Raises :class:`~seer.errors.NotebookError` when the server
+        could not write it (the client copy is written regardless). ``sandbox.terminate()``
+        flushes every notebook itself before it copies them."""
+        doc = self._doc
+        if doc is None:
+            return
+        with self._doc_lock:
+            self._push()
+        doc.round_trip(timeout)  # what every other writer put there is here too now
+        with self._lock:
+            with contextlib.suppress(NotebookError):
+                if self._channels is not None and not self._channels.closed:
+                    self._drain()  # which cells the kernel started meanwhile
+            self._placed_at = -1
+            self._place_recent(len(self._recent))
+        self.save()  # the client copy, from this replica
+        doc.flush(timeout)
+
+    def wait_changed(self, timeout: float) -> bool:
+        """Whether another writer changes the live document within ``timeout`` seconds (at once
+        True if one did since this session last read it). False without a live document."""
+        doc = self._doc
+        if doc is None:
+            return False
+        return doc.version != self._doc_seen or doc.wait_changed(self._doc_seen, timeout)
+
+    # --- the live document ----------------------------------------------------------------
+    def _connect_document(self, *, new: bool) -> None:
+        """Join the notebook's live document, if the server has one. ``new``: this session made
+        the notebook: what the server put in it (JupyterLab's blank first cell) goes, and the
+        cells here are the notebook; otherwise the document's cells replace the ones here."""
+        self._close_document()
+        if not live_supported():
+            return
+        try:
+            doc = LiveNotebook(self._client, self.notebook_path)
+        except NotebookError as exc:
+            if "no live document" not in str(exc):
+                raise
+            return  # a server without jupyter-collaboration: the session writes the file
+        with self._doc_lock:
+            self._doc = doc
+            self._doc_seen = doc.version
+            cells, metadata = doc.pull()
+            cells = json.loads(json.dumps(cells))  # this session's own, to change
+            self._doc_metadata = None
+            if new:
+                doc.push(self._nb.cells, None)
+                self._nb.take_changes()
+            else:
+                self._nb.replace(cells)
+                self._nb.take_changes()
+                self._nb.metadata.update(metadata)
+            self._push()
+
+    def _write_file(self) -> None:
+        """Write the notebook as held here into the sandbox's file now, through the Jupyter
+        contents API (not the writer, which may write later): a live document is made from it."""
+        self._client.call(
+            "PUT",
+            f"/api/contents/{quote_path(self.notebook_path)}",
+            {"type": "file", "format": "text", "content": self._nb.render()},
+        )
+
+    def _close_document(self, *, save: bool = False) -> None:
+        doc = self._doc
+        if doc is None:
+            return
+        if save:
+            with contextlib.suppress(NotebookError, OSError):
+                self.flush()
+        self._doc = None
+        doc.close()
+
+    def _push(self) -> None:
+        """Put what changed here into the live document."""
+        doc = self._doc
+        if doc is None:
+            return
+        with self._doc_lock:
+            changes = self._nb.take_changes()
+            if changes is None or changes:
+                doc.push(self._nb.cells, changes)
+            metadata = json.dumps(self._nb.metadata, sort_keys=True)
+            if metadata != self._doc_metadata:
+                doc.push_metadata(self._nb.metadata)
+                self._doc_metadata = metadata
+
+    def _pull(self) -> None:
+        """Bring the cells here up to date with the live document, if another writer changed it.
+        Cell dicts keep their identity (by id); the cell running here keeps its own."""
+        doc = self._doc
+        if doc is None or doc.version == self._doc_seen:
+            return
+        with self._doc_lock:
+            self._push()
+            seen = doc.version
+            cells, _ = doc.pull()
+            held = {str(c.get("id")): c for c in self._nb.cells}
+            merged = []
+            for cell in cells:
+                cid = str(cell.get("id"))
+                old = held.get(cid)
+                if old is None:
+                    merged.append(json.loads(json.dumps(cell)) if cid not in doc.pulled else cell)
+                    continue
+                if cid in doc.pulled and old is not self._running_cell and old != cell:
+                    old.clear()
+                    old.update(cell)
+                merged.append(old)
+            unchanged = {str(c.get("id")) for c in merged} - doc.pulled
+            if self._running_cell is not None:
+                unchanged.discard(str(self._running_cell.get("id")))
+            self._nb.replace(merged, unchanged=unchanged)
+            self._doc_seen = seen
 
     @property
     def alive(self) -> bool:
@@ -506,10 +678,14 @@ class NotebookSession:
         """Keep a message about a cell an earlier client with this handle's channel key started
         (the server replays what the kernel sent while no client was connected, and sends the
         rest live): the cell's outputs are recorded in its notebook cell when it finishes."""
-        key = self._channel_key
-        if key is None or not isinstance(item, dict):
+        if not isinstance(item, dict):
             return
         parent = item.get("parent_header") or {}
+        if item.get("msg_type") == "execute_input" and parent.get("msg_id"):
+            self._note_started(str(parent["msg_id"]), (item.get("content") or {}).get("execution_count"))
+        key = self._channel_key
+        if key is None:
+            return
         if parent.get("session") != key or parent.get("msg_type") != "execute_request":
             return
         msg_id = parent.get("msg_id")
@@ -618,6 +794,7 @@ class NotebookSession:
         """A copy of the notebook's cell ``index`` (0-based): an nbformat dict with ``cell_type``,
         ``source`` and, for a code cell, ``outputs`` and ``execution_count``. Does not wait for a
         running cell. Raises :class:`~seer.errors.NotebookError` for an index out of range."""
+        self._pull()
         index = self._index(index)
         for _ in range(5):  # a cell's outputs may change under us while a cell runs: copy again
             with contextlib.suppress(RuntimeError):
@@ -635,12 +812,14 @@ class NotebookSession:
         if cell_type == "code":
             cell.update(outputs=[], execution_count=None)
         with self._lock:
+            self._pull()
             self._nb.cells.insert(self._index(index, insert=True), cell)
-            self._changed()
+            self._changed(cell)
 
     def delete_cell(self, index: int) -> dict[str, Any]:
         """Remove cell ``index`` from the notebook and return it; the cells after it move up."""
         with self._lock:
+            self._pull()
             removed = self._nb.cells.pop(self._index(index))
             self._changed()
         return removed
@@ -648,37 +827,43 @@ class NotebookSession:
     def move_cell(self, index: int, to: int) -> None:
         """Move cell ``index`` so that it ends up at index ``to``; the cells between shift by one."""
         with self._lock:
+            self._pull()
             index = self._index(index)
             to = self._index(to, what="target index")
-            self._nb.cells.insert(to, self._nb.cells.pop(index))
-            self._changed()
+            moved = self._nb.cells.pop(index)
+            self._nb.cells.insert(to, moved)
+            self._nb.mark_order()
+            self._changed(moved)
 
     def set_source(self, index: int, source: str) -> None:
         """Replace cell ``index``'s source without running it. A code cell's outputs and execution
         count are cleared: they came from the old source (``run_cell(index)`` makes new ones)."""
         check_source(source)
         with self._lock:
+            self._pull()
             cell = self._nb.cells[self._index(index)]
             cell["source"] = source
             if cell.get("cell_type") == "code":
                 cell.update(outputs=[], execution_count=None)
-            self._changed()
+            self._changed(cell)
 
     def clear_outputs(self, index: int | None = None) -> None:
         """Clear code cell ``index``'s outputs and execution count; every code cell's when ``index``
         is None. Sources and the kernel's state stay."""
         with self._lock:
+            self._pull()
             cells = self._nb.cells if index is None else [self._nb.cells[self._index(index)]]
             for cell in cells:
                 if cell.get("cell_type") == "code":
                     cell.update(outputs=[], execution_count=None)
-            self._changed()
+            self._changed(*cells)
 
     def run_cell(self, index: int, *, source: str | None = None, timeout: float | None = None) -> CellResult:
         """Run code cell ``index`` again (with ``source`` as its new source, if given) and return
         what it produced, as :meth:`exec` does; the new outputs and execution count replace the
         cell's own, where it is (same index, same id), instead of being appended."""
         with self._lock:
+            self._pull()
             index = self._index(index)
             cell = self._nb.cells[index]
             if cell.get("cell_type") != "code":
@@ -696,11 +881,17 @@ class NotebookSession:
                 # The run recorded the cell at the end (also when it timed out or the kernel died):
                 # put it in the place of the cell it re-ran.
                 if len(self._nb.cells) > before:
-                    new = self._nb.cells.pop()
-                    new["id"] = cell.get("id") or new["id"]
-                    new["metadata"] = cell.get("metadata", {})
-                    self._nb.cells[index] = new
-                    self._changed()
+                    with self._doc_lock:
+                        new = self._nb.cells.pop()
+                        # the run added it to the document: it goes, and the cell it re-ran changes
+                        self._push()
+                        index = next((i for i, c in enumerate(self._nb.cells) if c is cell), index)
+                        cell.update(
+                            execution_count=new.get("execution_count"), outputs=new.get("outputs", [])
+                        )
+                        cell.setdefault("metadata", {}).pop(RUNNING_KEY, None)
+                        self._reran.add(str(cell.get("id")))
+                        self._changed(cell)
 
     def open(self, path: str, *, notebook: dict[str, Any] | None = None) -> None:
         """Make notebook ``path`` (on the Jupyter server, relative to its root) this session's
@@ -726,6 +917,7 @@ class NotebookSession:
                 cells, metadata = notebook_cells(notebook, where="the notebook given")
             else:
                 cells, metadata = notebook_cells(self._client.read_notebook(path), where=path)
+            self._close_document(save=True)
             name = posixpath.splitext(posixpath.basename(path))[0]
             self._client.call("PATCH", f"/api/sessions/{self.session_id}", {"path": path, "name": name})
             self.notebook_path, self.name = path, name
@@ -736,6 +928,9 @@ class NotebookSession:
                     metadata[key] = self._nb.metadata[key]
             self._nb = NotebookDocument(metadata, cells)
             self._displays.clear()
+            if notebook is not None:
+                self._write_file()  # the document is made from it
+            self._connect_document(new=notebook is not None)
             self.save()
 
     def _index(self, index: object, *, what: str = "cell index", insert: bool = False) -> int:
@@ -761,8 +956,13 @@ class NotebookSession:
         why = "is negative (cells count from 0)" if index < 0 else "is out of range"
         raise NotebookError(f"{what} {index} {why}: {has} ({valid})")
 
-    def _changed(self) -> None:
-        """(Under the lock.) The notebook's cells were edited: render them again and save."""
+    def _changed(self, *cells: dict[str, Any]) -> None:
+        """(Under the lock.) The notebook's cells were edited (``cells`` changed; cells added,
+        deleted or moved tell themselves): render them again and save."""
+        for cell in cells:
+            self._nb.mark(cell)
+        if not cells:
+            self._nb.mark_order()
         self._nb.invalidate()
         self.save()
 
@@ -844,6 +1044,7 @@ class NotebookSession:
         # A recorded cell is in the notebook before it runs (as Jupyter does), its outputs list
         # the very list the collector fills: a client that dies mid-cell leaves it there.
         cell = self._begin_record(code, msg_id, collector.outputs) if record else None
+        self._running_cell = cell
         last_save, unsaved = started, False
         self._live = collector.outputs
         self._busy = True
@@ -950,18 +1151,22 @@ class NotebookSession:
                         if content.get("execution_state") == "idle":
                             idle = True
                     elif msg_type == "execute_input":
+                        self._note_started(msg_id, content.get("execution_count"))
                         if cell is not None:
                             # Saved with the next partial save: a later client that takes over
                             # this cell may never see its execute_input again.
                             cell["execution_count"] = content.get("execution_count")
                             self._nb.touch(cell)
                             unsaved = True
+                            if self._doc is not None and self._doc.version:  # others write too
+                                self._place(cell)
                     else:
                         collector.handle(msg_type, content)
                         unsaved = cell is not None
         finally:
             self._busy = False
             self._live = None
+            self._running_cell = None
             if cell is not None and (reply is None or not idle):
                 # It did not finish here (timeout, lost connection): keep what it printed so far.
                 self._nb.touch(cell)
@@ -976,12 +1181,92 @@ class NotebookSession:
             self._record(result, cell)
         elif collector.updated_displays:
             self._nb.invalidate()
+            self._nb.mark_all()
             self.save()
         if interrupted_at is not None:
             raise CellTimeoutError(
                 f"the cell ran past its timeout of {timeout:g}s and was interrupted", result=result
             )
         return result
+
+    def _note_started(self, msg_id: str, count: Any) -> None:
+        count = count if isinstance(count, int) else None
+        self._started[msg_id] = count
+        if count is not None:
+            self._counts_seen.add(count)
+        if len(self._started) > 4096:
+            for old in list(self._started)[:2048]:
+                del self._started[old]
+
+    def _ran_after(self, other: dict[str, Any], count: int) -> bool:
+        """Whether code cell ``other`` runs (or ran) after the cell with execution count
+        ``count`` in this kernel: it waits to start, or started later."""
+        request = (other.get("metadata") or {}).get(RUNNING_KEY)
+        if request:
+            started = self._started.get(request, -1) if request in self._started else None
+            return started is None or started > count
+        if str(other.get("id")) in self._reran:
+            return False
+        theirs = other.get("execution_count")
+        return isinstance(theirs, int) and theirs > count and theirs in self._counts_seen
+
+    def _place_recent(self, how_many: int) -> None:
+        """(Live document.) Place this session's last cells again, if other writers changed the
+        document since they were placed: their cells may have come in after ours were placed."""
+        doc = self._doc
+        if doc is None or doc.version == self._placed_at:
+            return
+        with self._doc_lock:
+            self._placed_at = doc.version
+            for cell, count in list(self._recent)[-how_many:]:
+                if cell.get("execution_count") == count:  # not run again in place since
+                    self._place(cell)
+
+    def _ran_before(self, other: dict[str, Any], count: int) -> bool:
+        """Whether code cell ``other`` started before the cell with execution count ``count``
+        in this kernel."""
+        request = (other.get("metadata") or {}).get(RUNNING_KEY)
+        if not request and str(other.get("id")) in self._reran:
+            return False
+        theirs = self._started.get(request) if request else other.get("execution_count")
+        return isinstance(theirs, int) and theirs < count and theirs in self._counts_seen
+
+    def _place(self, cell: dict[str, Any]) -> None:
+        """(Live document.) The kernel started ``cell`` (or finished it): it goes before the cells
+        other writers put just ahead of it that the kernel runs after it (they wait to start, or
+        started later), so the notebook stays in execution order however the writers' requests
+        raced to the kernel and to the document; its count goes into the document now."""
+        count = cell.get("execution_count")
+        if self._doc is None or not isinstance(count, int):
+            return
+        with self._doc_lock:
+            self._pull()
+            cells = self._nb.cells
+            at = next((i for i, c in enumerate(cells) if c is cell), None)
+            if at is None:
+                return
+            # Other cells (markdown, a person's notes) between are passed only on the way to a
+            # code cell it must go before (after).
+            to = at
+            for i in range(at - 1, -1, -1):
+                if cells[i].get("cell_type") != "code":
+                    continue
+                if not self._ran_after(cells[i], count):
+                    break
+                to = i
+            if to == at:  # or after the cells put just behind it that the kernel ran first
+                for i in range(at + 1, len(cells)):
+                    if cells[i].get("cell_type") != "code":
+                        continue
+                    if not self._ran_before(cells[i], count):
+                        break
+                    to = i
+            if to != at:
+                cells.insert(to, cells.pop(at))
+                self._nb.mark(cell)
+                self._nb.mark_order()
+                self._nb.invalidate()
+            self._push()
 
     def _died(
         self,
@@ -1036,19 +1321,25 @@ class NotebookSession:
             "outputs": outputs,
             "source": code,
         }
+        self._pull()  # it goes after every cell run before it, whoever ran that
+        self._place_recent(8)
         self._nb.add(cell)
         self.save()
         return cell
 
     def _record(self, result: CellResult, cell: dict[str, Any]) -> None:
         """The cell ``_begin_record`` added has finished: its outputs and count are final."""
-        cell["execution_count"] = result.execution_count
-        cell["outputs"] = result.outputs
-        cell["metadata"].pop(RUNNING_KEY, None)
-        if self._displays:
-            self._nb.invalidate()
-        else:
-            self._nb.touch(cell)
+        with self._doc_lock:  # marked changed at once: reading the document back keeps it
+            cell["execution_count"] = result.execution_count
+            cell["outputs"] = result.outputs
+            cell["metadata"].pop(RUNNING_KEY, None)
+            if self._displays:
+                self._nb.invalidate()
+                self._nb.mark_all()
+            else:
+                self._nb.touch(cell)
+            self._place(cell)  # where the kernel's order puts it, as other writers' cells came in
+            self._recent.append((cell, cell.get("execution_count")))
         self.save()
 
     def partial_outputs(self) -> list[dict[str, Any]]:
@@ -1082,9 +1373,16 @@ class NotebookSession:
         place (a cell still running on another thread). It does not take the session's lock, so
         it can record a running cell's outputs so far.
         """
-        if refresh:
-            self._nb.invalidate()
-        self.writer(self, self._nb.render())
+        with self._doc_lock:
+            if refresh:
+                self._nb.invalidate()
+                for cell in self._nb.cells:
+                    if RUNNING_KEY in (cell.get("metadata") or {}):
+                        self._nb.mark(cell)
+            self._push()
+            self._pull()
+            text = self._nb.render()
+        self.writer(self, text)
 
     # --- set-up: models and workspaces ----------------------------------------------------
     def _setup_cell(self, code: str, what: str, *, hidden: bool = True) -> CellResult:
@@ -1186,8 +1484,12 @@ class NotebookSession:
             if self._channels is not None:
                 self._channels.close()
                 self._channels = None
+            self._close_document()
             self._client = client
             self._new_server_session()
+            # The old server may not have saved its document: the notebook as held here is it.
+            self._write_file()
+            self._connect_document(new=True)
             self._setup_again()
             self.save()
 
@@ -1218,6 +1520,7 @@ class NotebookSession:
         for attempt in range(RESTART_SETUP_ATTEMPTS):
             self._displays.clear()
             self._dead = None
+            self._counts_seen.clear()  # a fresh kernel counts from 1 again
             try:
                 self._connect(fresh=True)
                 self._apply_env()
@@ -1260,6 +1563,7 @@ class NotebookSession:
         channels, self._channels = self._channels, None
         if channels is not None:
             channels.close()
+        self._close_document(save=True)
 
     def shutdown(self) -> None:
         """End the session: its kernel is shut down; the notebook stays. Idempotent."""
@@ -1269,6 +1573,7 @@ class NotebookSession:
         if self._channels is not None:
             self._channels.close()
             self._channels = None
+        self._close_document(save=True)
         with contextlib.suppress(NotebookError, OSError):
             self._client.request("DELETE", f"/api/sessions/{self.session_id}", timeout=30)
 
@@ -1316,6 +1621,7 @@ class NotebookSession:
             metadata=metadata,
         )
         session._channel_key = channel
+        session._connect_document(new=False)
         session._connect()
         if session._orphans or session._kernel_busy():
             # A cell runs (one an earlier handle started, or another client's): asking the kernel
@@ -1560,6 +1866,7 @@ def open_notebook_session(
             metadata=metadata,
         )
         session.save()
+        session._connect_document(new=True)
         session._connect(fresh=True)
         session._initialise(workspace)
         session.save()

@@ -32,3 +32,12 @@ class ExecutionModePlugin(ABC):
 
         The default needs nothing.
         """
+
+    def flush(self, sandbox: Sandbox) -> None:
+        """Called by ``Sandbox.terminate()`` while the sandbox still runs, before its notebooks and
+        outputs are copied to the client: write out what this mode holds only in memory (the
+        notebook mode has the Jupyter server save every notebook's live document). It must not
+        raise for what it cannot save: the copy goes on with what is on disk.
+
+        The default holds nothing.
+        """

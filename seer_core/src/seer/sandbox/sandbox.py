@@ -182,12 +182,22 @@ class Sandbox:
         if self._machine.status().alive:
             if save_snapshot:
                 snap = self.snapshot(snapshot_description)
+            self._flush_execution_mode()
             self._keep_outputs(force)
             plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         plugins.get_provider(self._provider_name).terminate(self._machine.id)
         end_record(self._machine.id, self._machine.status().value)
         return snap
+
+    def _flush_execution_mode(self) -> None:
+        """Let the execution mode write out what it holds in memory (a notebook's live document)
+        before the copy; what fails is noted, never a reason to keep the sandbox."""
+        try:
+            mode = plugins.get_execution_mode(str(self.config.execution_mode))()
+            mode.flush(self)
+        except Exception as exc:
+            self._progress.note(f"could not save everything before the copy: {exc}")
 
     def _keep_outputs(self, force: bool) -> None:
         """Copy the notebooks and outputs to :attr:`outputs_dir`, or refuse to go on (unless

@@ -157,6 +157,26 @@ def hf_hub_cache(env: Mapping[str, str]) -> str:
     return os.path.abspath(os.path.join(expand(hf_home), "hub"))
 
 
+def copy_tree_as_found(src: Path, dest: Path) -> None:
+    """Copy the tree under ``src`` into ``dest`` as it is found while walking it: a file or folder
+    that vanishes meanwhile (an editor's or Jupyter's temporary file renamed into place) is simply
+    not copied, since a live sandbox's files change while they are read. Symlinks are copied as
+    links. Raises FileNotFoundError only when ``src`` itself is not there."""
+    if not src.is_dir():
+        raise FileNotFoundError(src)
+    for folder, dirs, files in os.walk(src):
+        rel = Path(folder).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in [*files, *(d for d in dirs if (Path(folder) / d).is_symlink())]:
+            source, target = Path(folder) / name, dest / rel / name
+            with contextlib.suppress(FileNotFoundError):
+                if source.is_symlink():
+                    target.unlink(missing_ok=True)
+                    target.symlink_to(os.readlink(source))
+                else:
+                    shutil.copy2(source, target)
+
+
 class LocalMachine(Machine):
     """A handle on one local sandbox."""
 
@@ -328,7 +348,7 @@ class LocalMachine(Machine):
 
     def get_dir(self, remote_dir: str, local_dir: str | Path) -> None:
         self._check_running()
-        shutil.copytree(self.resolve(remote_dir), local_dir, dirs_exist_ok=True, symlinks=True)
+        copy_tree_as_found(Path(self.resolve(remote_dir)), Path(local_dir))
 
     def model_cache_dir(self) -> str:
         # The machine's own Hugging Face cache, shared by every local sandbox and the user.
