@@ -192,6 +192,44 @@ def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) 
     assert not list(dest.glob("*.sandbox-2*")) and not list((dest / "outputs").glob("*.sandbox-2*"))
 
 
+@pytest.mark.unit
+def test_a_notebook_saved_with_lines_is_the_same_as_the_client_copy_with_strings(tmp_path: Path) -> None:
+    """The Jupyter server saves a live document's text as lists of lines; the client copy holds the
+    same text as strings. The same notebook, so it is brought up to date, not written beside."""
+    from seer.outputs import keep_tree
+
+    code = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "x = 1\nx"}
+    code["outputs"] = [
+        {"name": "stdout", "output_type": "stream", "text": "a\nb\n"},
+        {
+            "data": {"text/plain": "1", "application/json": {"k": ["v"]}},
+            "execution_count": 1,
+            "metadata": {},
+            "output_type": "execute_result",
+        },
+    ]
+    as_lines = {**code, "source": ["x = 1\n", "x"]}
+    as_lines["outputs"] = [
+        {**code["outputs"][0], "text": ["a\n", "b\n"]},
+        {**code["outputs"][1], "data": {"text/plain": ["1"], "application/json": {"k": ["v"]}}},
+    ]
+    root, dest = tmp_path / "sandbox", tmp_path / "client"
+    (root / "notebooks").mkdir(parents=True)
+    dest.mkdir()
+    (dest / "nb.ipynb").write_text(json.dumps({"cells": [code], "nbformat": 4}))
+    saved = json.dumps({"cells": [as_lines, {"cell_type": "markdown", "source": ["more"]}], "nbformat": 4})
+    (root / "notebooks" / "nb.ipynb").write_text(saved)
+    # a cell whose text really differs is still a different notebook
+    (dest / "other.ipynb").write_text(json.dumps({"cells": [code], "nbformat": 4}))
+    changed = {**as_lines, "source": ["x = 2\n", "x"]}
+    (root / "notebooks" / "other.ipynb").write_text(json.dumps({"cells": [changed], "nbformat": 4}))
+
+    kept = keep_tree(root, dest)
+
+    assert (dest / "nb.ipynb").read_text() == saved
+    assert [p.name for p in kept.beside] == ["other.sandbox.ipynb"]
+
+
 #: A writer in the sandbox that saves ``notebooks/live.ipynb`` the way Jupyter's contents manager
 #: does (a temporary ``.~live.ipynb`` renamed into place), one more cell each time, as fast as it can.
 _SAVER = r"""

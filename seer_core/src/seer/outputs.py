@@ -108,17 +108,50 @@ class Kept:
         return line
 
 
+def _joined(value: Any) -> Any:
+    """nbformat's multiline string: a list of lines and the joined string are the same text."""
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "".join(value)
+    return value
+
+
+def _normal_cell(cell: Any) -> Any:
+    """A cell with its multiline strings joined: the Jupyter server saves text as lists of lines,
+    seer's client copy as strings, and both are the same notebook."""
+    if not isinstance(cell, dict):
+        return cell
+    out = {**cell, "source": _joined(cell.get("source"))}
+    outputs = cell.get("outputs")
+    if isinstance(outputs, list):
+        out["outputs"] = [
+            {
+                **o,
+                **({"text": _joined(o["text"])} if "text" in o else {}),
+                **(
+                    {"data": {k: v if k.endswith("json") else _joined(v) for k, v in o["data"].items()}}
+                    if isinstance(o.get("data"), dict)
+                    else {}
+                ),
+            }
+            if isinstance(o, dict)
+            else o
+            for o in outputs
+        ]
+    return out
+
+
 def _notebook_cells(path: Path) -> list[Any] | None:
     try:
         cells = json.loads(path.read_text()).get("cells")
     except (OSError, ValueError, AttributeError):
         return None
-    return cells if isinstance(cells, list) else None
+    return [_normal_cell(c) for c in cells] if isinstance(cells, list) else None
 
 
 def _supersedes(new: Path, old: Path) -> bool:
     """Whether ``new`` holds everything ``old`` does: the same bytes, or (notebooks) the same
-    cells and possibly more after them, however the JSON is laid out."""
+    cells and possibly more after them, however the JSON is laid out (multiline strings as one
+    string or as a list of lines)."""
     if filecmp.cmp(new, old, shallow=False):
         return True
     if new.suffix != ".ipynb":
