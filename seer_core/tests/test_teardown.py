@@ -219,6 +219,10 @@ def test_a_notebook_saved_with_lines_is_the_same_as_the_client_copy_with_strings
     (dest / "nb.ipynb").write_text(json.dumps({"cells": [code], "nbformat": 4}))
     saved = json.dumps({"cells": [as_lines, {"cell_type": "markdown", "source": ["more"]}], "nbformat": 4})
     (root / "notebooks" / "nb.ipynb").write_text(saved)
+    # the same cells in the other layout: the client's copy is left as it is
+    mine = json.dumps({"cells": [code], "nbformat": 4})
+    (dest / "same.ipynb").write_text(mine)
+    (root / "notebooks" / "same.ipynb").write_text(json.dumps({"cells": [as_lines], "nbformat": 4}))
     # a cell whose text really differs is still a different notebook
     (dest / "other.ipynb").write_text(json.dumps({"cells": [code], "nbformat": 4}))
     changed = {**as_lines, "source": ["x = 2\n", "x"]}
@@ -227,7 +231,9 @@ def test_a_notebook_saved_with_lines_is_the_same_as_the_client_copy_with_strings
     kept = keep_tree(root, dest)
 
     assert (dest / "nb.ipynb").read_text() == saved
+    assert (dest / "same.ipynb").read_text() == mine
     assert [p.name for p in kept.beside] == ["other.sandbox.ipynb"]
+    assert dest / "same.ipynb" in kept.unchanged
 
 
 #: A writer in the sandbox that saves ``notebooks/live.ipynb`` the way Jupyter's contents manager

@@ -160,6 +160,17 @@ def _supersedes(new: Path, old: Path) -> bool:
     return new_cells is not None and old_cells is not None and new_cells[: len(old_cells)] == old_cells
 
 
+def _same(new: Path, old: Path) -> bool:
+    """Whether ``new`` and ``old`` hold the same: the same bytes, or (notebooks) the same cells
+    laid out differently (the copy already there is then left as it is)."""
+    if filecmp.cmp(new, old, shallow=False):
+        return True
+    if new.suffix != ".ipynb":
+        return False
+    new_cells = _notebook_cells(new)
+    return new_cells is not None and new_cells == _notebook_cells(old)
+
+
 def _beside(target: Path, source: Path) -> Path:
     """A free name next to ``target`` for ``source`` (or the one already holding it)."""
     for n in range(1, 1000):
@@ -180,7 +191,7 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
             continue
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_file() and filecmp.cmp(path, target, shallow=False):
+        if target.is_file() and _same(path, target):
             kept.unchanged.append(target)
         elif not target.exists() or (target.is_file() and _supersedes(path, target)):
             _copy(path, target)

@@ -92,6 +92,10 @@ IOPUB_NUDGE_INTERVAL = 0.5
 PARTIAL_SAVE_INTERVAL = 2.0
 #: The cell-metadata key marking a cell that has started but not finished (its request's id).
 RUNNING_KEY = "seer_running"
+#: The cell-metadata key naming the kernel process a cell's execution count comes from (the
+#: kernel's own session id, in every message it sends): counts start again at 1 in a restarted
+#: kernel, so a count orders cells only against cells of the same kernel.
+KERNEL_KEY = "seer_kernel"
 
 
 @dataclass
@@ -315,6 +319,8 @@ class NotebookSession:
         self._started: dict[str, int | None] = {}
         #: the execution counts of those (since this kernel last started)
         self._counts_seen: set[int] = set()
+        #: the kernel process those counts come from (its session id, from its messages' headers)
+        self._kernel_run: str | None = None
         #: the cells this session ran last, placed again as other writers' cells come in
         self._recent: collections.deque[tuple[dict[str, Any], int | None]] = collections.deque(maxlen=64)
         self._placed_at = 0
@@ -682,7 +688,11 @@ class NotebookSession:
             return
         parent = item.get("parent_header") or {}
         if item.get("msg_type") == "execute_input" and parent.get("msg_id"):
-            self._note_started(str(parent["msg_id"]), (item.get("content") or {}).get("execution_count"))
+            self._note_started(
+                str(parent["msg_id"]),
+                (item.get("content") or {}).get("execution_count"),
+                (item.get("header") or {}).get("session"),
+            )
         key = self._channel_key
         if key is None:
             return
@@ -752,6 +762,7 @@ class NotebookSession:
         result = merged.result(code, hidden=False, execution_count=count, started=orphan.started)
         cell["metadata"].pop(RUNNING_KEY, None)
         cell["execution_count"] = count
+        self._stamp(cell)
         cell["outputs"] = result.outputs
         self._nb.touch(cell)
         self.recovered.append(result)
@@ -1151,11 +1162,14 @@ class NotebookSession:
                         if content.get("execution_state") == "idle":
                             idle = True
                     elif msg_type == "execute_input":
-                        self._note_started(msg_id, content.get("execution_count"))
+                        self._note_started(
+                            msg_id, content.get("execution_count"), (item.get("header") or {}).get("session")
+                        )
                         if cell is not None:
                             # Saved with the next partial save: a later client that takes over
                             # this cell may never see its execute_input again.
                             cell["execution_count"] = content.get("execution_count")
+                            self._stamp(cell)
                             self._nb.touch(cell)
                             unsaved = True
                             if self._doc is not None and self._doc.version:  # others write too
@@ -1189,8 +1203,12 @@ class NotebookSession:
             )
         return result
 
-    def _note_started(self, msg_id: str, count: Any) -> None:
+    def _note_started(self, msg_id: str, count: Any, kernel_run: Any = None) -> None:
         count = count if isinstance(count, int) else None
+        if isinstance(kernel_run, str) and kernel_run and kernel_run != self._kernel_run:
+            if self._kernel_run is not None:  # a kernel started since: its counts start again
+                self._counts_seen.clear()
+            self._kernel_run = kernel_run
         self._started[msg_id] = count
         if count is not None:
             self._counts_seen.add(count)
@@ -1198,9 +1216,22 @@ class NotebookSession:
             for old in list(self._started)[:2048]:
                 del self._started[old]
 
+    def _stamp(self, cell: dict[str, Any]) -> None:
+        """Name the kernel ``cell``'s execution count comes from (see :data:`KERNEL_KEY`)."""
+        if self._kernel_run is not None and isinstance(cell.get("metadata"), dict):
+            cell["metadata"][KERNEL_KEY] = self._kernel_run
+
+    def _other_kernel(self, other: dict[str, Any]) -> bool:
+        """Whether ``other``'s count comes from another kernel than this one's (an earlier one,
+        before a restart): such counts say nothing about the order here."""
+        theirs = (other.get("metadata") or {}).get(KERNEL_KEY)
+        return theirs is not None and self._kernel_run is not None and theirs != self._kernel_run
+
     def _ran_after(self, other: dict[str, Any], count: int) -> bool:
         """Whether code cell ``other`` runs (or ran) after the cell with execution count
         ``count`` in this kernel: it waits to start, or started later."""
+        if self._other_kernel(other):
+            return False
         request = (other.get("metadata") or {}).get(RUNNING_KEY)
         if request:
             started = self._started.get(request, -1) if request in self._started else None
@@ -1225,6 +1256,8 @@ class NotebookSession:
     def _ran_before(self, other: dict[str, Any], count: int) -> bool:
         """Whether code cell ``other`` started before the cell with execution count ``count``
         in this kernel."""
+        if self._other_kernel(other):
+            return False
         request = (other.get("metadata") or {}).get(RUNNING_KEY)
         if not request and str(other.get("id")) in self._reran:
             return False
@@ -1237,8 +1270,8 @@ class NotebookSession:
         started later), so the notebook stays in execution order however the writers' requests
         raced to the kernel and to the document; its count goes into the document now."""
         count = cell.get("execution_count")
-        if self._doc is None or not isinstance(count, int):
-            return
+        if self._doc is None or not isinstance(count, int) or self._other_kernel(cell):
+            return  # a cell of an earlier kernel stays where it is: its count orders nothing now
         with self._doc_lock:
             self._pull()
             cells = self._nb.cells
@@ -1333,6 +1366,7 @@ class NotebookSession:
             cell["execution_count"] = result.execution_count
             cell["outputs"] = result.outputs
             cell["metadata"].pop(RUNNING_KEY, None)
+            self._stamp(cell)
             if self._displays:
                 self._nb.invalidate()
                 self._nb.mark_all()
@@ -1521,6 +1555,7 @@ class NotebookSession:
             self._displays.clear()
             self._dead = None
             self._counts_seen.clear()  # a fresh kernel counts from 1 again
+            self._kernel_run = None  # named again by its first message
             try:
                 self._connect(fresh=True)
                 self._apply_env()
