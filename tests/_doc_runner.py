@@ -400,8 +400,8 @@ def unknown_seer_command(line: str) -> str | None:
         command = command.commands[rest.pop(0)]
     if command is root:
         return f"`{' '.join(words)}`: no such command"
-    if hasattr(command, "commands"):
-        return f"`{' '.join(words)}`: names a group, not a command"
+    if hasattr(command, "commands") and not getattr(command, "invoke_without_command", False):
+        return f"`{' '.join(words)}`: names a group, not a command"  # (one that runs alone is both)
     options = {o for p in command.params for o in getattr(p, "opts", [])}
     for word in rest:
         if word == "--":

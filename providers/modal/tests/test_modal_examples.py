@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from _modal_kit import PIP_OPTIONS, modal_config
 from _model_kit import MODEL_ID, tiny_dirs
+from seer.notebook.server import NotebookMode
 from seer_modal.testing import FakeModal
 from test_scoped import SEED_INTERFACE
 from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
@@ -45,7 +46,7 @@ pytestmark = [
 #: and the model fetcher add, in the order core adds them: the notebook and the scoped sandboxes
 #: ask for the same list, so they share every image layer.
 PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
-NOTEBOOK_PACKAGES = [*PACKAGES, "jupyter_server>=2", "ipykernel>=6", "huggingface_hub>=1"]
+NOTEBOOK_PACKAGES = [*PACKAGES, *NotebookMode.required_packages, "huggingface_hub>=1"]
 PATHS = {"default": None, "gpu": "A100"}
 
 
