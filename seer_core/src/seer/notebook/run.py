@@ -38,6 +38,9 @@ LIVENESS_INTERVAL = 10.0
 #: While a cell runs, its outputs so far are saved at most this often (seconds), so a client that
 #: dies mid-cell leaves them in the notebook.
 PARTIAL_SAVE_INTERVAL = 2.0
+#: A cell of a session alone on its notebook still running after this long (seconds) is put into
+#: the live document then, marked running; one that ends sooner goes in once, with its outputs.
+BEGIN_PUSH_DELAY = 0.05
 
 
 class CellRunner(KernelLink):
@@ -90,7 +93,13 @@ class CellRunner(KernelLink):
         reconnects = 0
         # A recorded cell is in the notebook before it runs (as Jupyter does), its outputs list
         # the very list the collector fills: a client that dies mid-cell leaves it there.
-        cell = self._begin_record(code, msg_id, collector.outputs) if record else None
+        # A short cell of a session alone on its notebook goes into the live document once,
+        # when it ends (one update of the document, not two); one still running after
+        # BEGIN_PUSH_DELAY goes in then, marked running. With other writers it goes in at once:
+        # they order their cells against it.
+        defer = record and self._doc is not None and not self._others_write()
+        cell = self._begin_record(code, msg_id, collector.outputs, push=not defer) if record else None
+        push_at = started + BEGIN_PUSH_DELAY if defer else None
         self._running_cell = cell
         last_save, unsaved = started, False
         self._live = collector.outputs
@@ -99,6 +108,10 @@ class CellRunner(KernelLink):
             channels.send(msg)
             while reply is None or not idle:
                 now = time.monotonic()
+                if push_at is not None and now >= push_at:
+                    push_at = None
+                    with self._doc_lock:
+                        self._push()
                 if unsaved and now - last_save >= PARTIAL_SAVE_INTERVAL:
                     # The outputs so far, into the notebook (the cell may run for hours).
                     assert cell is not None
@@ -112,6 +125,8 @@ class CellRunner(KernelLink):
                     wait = min(wait, max(deadline - now, 0.0))
                 if unsaved:
                     wait = min(wait, max(last_save + PARTIAL_SAVE_INTERVAL - now, 0.01))
+                if push_at is not None:
+                    wait = min(wait, max(push_at - now, 0.001))
                 item = channels.get(wait) if wait > 0 else None
                 now = time.monotonic()
                 if item is None:
@@ -255,8 +270,11 @@ class CellRunner(KernelLink):
             f"{why} while the cell ran; call session.restart() to start it again", result=result
         )
 
-    def _begin_record(self, code: str, msg_id: str, outputs: list[dict[str, Any]]) -> dict[str, Any]:
-        """Put a cell about to run in the notebook, marked running, and save it."""
+    def _begin_record(
+        self, code: str, msg_id: str, outputs: list[dict[str, Any]], *, push: bool = True
+    ) -> dict[str, Any]:
+        """Put a cell about to run in the notebook, marked running, and save it (with a live
+        document: put it there, unless not ``push``: the caller does, later)."""
         cell: dict[str, Any] = {
             "cell_type": "code",
             "execution_count": None,
@@ -270,7 +288,7 @@ class CellRunner(KernelLink):
         self._nb.add(cell)
         if self._doc is None:
             self.save()
-        else:
+        elif push:
             # Into the live document: every writer sees it running, and the server's next save
             # (this cell's end asks for one; a long cell's partial saves do) writes it to the
             # sandbox's .ipynb. The client copy gets the cell when it ends, or with the first
