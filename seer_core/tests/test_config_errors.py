@@ -101,7 +101,11 @@ CASES = [
         "unknown field in the Stage-1 'gpu' block; it may hold gpu.gpu_type, gpu.gpu_count",
     ),
     Case(
-        "yaml-stage1-gpu-type-unknown", "gpu:\n  gpu_type: V100\n", "gpu", "unknown GPU 'V100'", stage="start"
+        "yaml-stage1-gpu-type-unknown",
+        "gpu:\n  gpu_type: V100\n",
+        "gpu.gpu_type",
+        "seer.yaml:2: gpu.gpu_type: unknown GPU 'V100'",
+        stage="start",
     ),
     Case(
         "yaml-stage1-image-base-image",
@@ -150,6 +154,13 @@ CASES = [
     Case("gpu-with-space", {"gpu": "a100 80GB"}, "gpu", "did you mean 'A100-80GB'?", stage="start"),
     Case("gpu-unknown", {"gpu": "V100"}, "gpu", "unknown GPU 'V100'; valid: A100, ", stage="start"),
     Case("yaml-gpu-none-string", "gpu: none\n", "gpu", "write null in YAML"),
+    Case(
+        "yaml-provider-unknown-names-its-line",
+        "timeout: 60\nprovider: nope\n",
+        "provider",
+        "seer.yaml:2: provider: no provider named 'nope'",
+        stage="start",
+    ),
     Case("gpu-count-without-gpu", {"gpu_count": 2}, "gpu_count", "needs a GPU type"),
     Case("gpu-count-zero", {"gpu": "A100", "gpu_count": 0}, "gpu_count", "greater than or equal to 1"),
     Case("gpu-count-too-many", {"gpu": "A100", "gpu_count": 17}, "gpu_count", "less than or equal to 16"),

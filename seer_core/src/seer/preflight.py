@@ -115,8 +115,8 @@ def preflight(config: SandboxConfig, *, dotenv: str | os.PathLike[str] | None = 
         provider_cls = plugins.get_provider_class(name)
     except UnknownPluginError as exc:  # names what is installed and the extra to install
         from_env = not config.provider and os.environ.get("SEER_PROVIDER")
-        source = "$SEER_PROVIDER names a provider that is not installed: " if from_env else ""
-        problems.append(ConfigProblem("provider", f"{source}{exc}"))
+        lead = "$SEER_PROVIDER names a provider that is not installed: " if from_env else ""
+        problems.append(ConfigProblem("provider", f"{lead}{exc}"))
 
     mode_name, mode_problem = _execution_mode(config.execution_mode)
     if mode_problem is not None:
@@ -134,15 +134,18 @@ def preflight(config: SandboxConfig, *, dotenv: str | os.PathLike[str] | None = 
     # The provider's own checks read the config's values as valid names: only once they are.
     if provider_cls is not None and known_gpu and mode_problem is None:
         problems += provider_cls.check_config(config)
+    source = config.source  # a config read from a file: each problem names its file and line
     try:
         values = resolve_secrets(config.secrets, dotenv=dotenv)
     except MissingSecretError as exc:
         if not problems:
-            raise
+            if source is None:
+                raise
+            raise MissingSecretError(source.locate(exc.problems), title=exc.title) from None
         problems += exc.problems
     if problems:
         title = "Unknown provider" if provider_cls is None else f"Config not valid for provider {name!r}"
-        raise ConfigError(problems, title=title)
+        raise ConfigError(source.locate(problems) if source else problems, title=title)
     assert provider_cls is not None
     return Preflight(
         config=config,

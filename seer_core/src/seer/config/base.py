@@ -9,9 +9,10 @@ field by its full path (``models[1].base_model``), raised by the outermost confi
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, ClassVar, NoReturn, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -19,7 +20,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from seer.errors import ConfigError, ConfigProblem
 
-__all__ = ["StrictModel", "fail_at", "format_loc", "problems_from"]
+__all__ = ["ConfigSource", "StrictModel", "fail_at", "format_loc", "problems_from"]
 
 #: Field names people carry over from other tools (or older seer), and what seer calls them.
 _ALIASES: dict[str, tuple[str, ...]] = {
@@ -45,6 +46,26 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "torch_dtype": ("dtype",),
     "device_map": ("device",),
 }
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """Where a config was read from (:func:`seer.load_config` records it on the config), so a
+    problem found later, at preflight, names the file and line as one found while loading does."""
+
+    file: str
+    #: A field as validated (``models[1].name``) -> the name the file gave it and its line.
+    place: Callable[[str], tuple[str, int | None]]
+
+    def locate(self, problems: Sequence[ConfigProblem]) -> list[ConfigProblem]:
+        """``problems``, each naming this file and its line (one that names a place already keeps it)."""
+        out = []
+        for p in problems:
+            if p.file is None:
+                field, line = self.place(p.field)
+                p = ConfigProblem(field, p.message, file=self.file, line=line)
+            out.append(p)
+        return out
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:

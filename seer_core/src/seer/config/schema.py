@@ -22,9 +22,9 @@ import os
 import re
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from seer.config.base import StrictModel, fail_at, format_loc, problems_from
+from seer.config.base import ConfigSource, StrictModel, fail_at, format_loc, problems_from
 from seer.config.checks import (
     ENV_NAME,
     MAX_TIMEOUT,
@@ -50,6 +50,7 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "GPU_CATALOGUE",
     "MODEL_DTYPES",
+    "ConfigSource",
     "ExecutionMode",
     "ExperimentConfig",
     "ModelConfig",
@@ -282,7 +283,24 @@ class SandboxConfig(StrictModel):
             fail_at(*errors)
         return self
 
+    _source: ConfigSource | None = PrivateAttr(default=None)
+
     # --- derived ----------------------------------------------------------------------------
+    @property
+    def source(self) -> ConfigSource | None:
+        """The file this config was read from (:func:`seer.load_config`), if any."""
+        return self._source
+
+    def set_source(self, source: ConfigSource | None) -> None:
+        """Record the file this config was read from, so later problems name its lines."""
+        self._source = source
+
+    def __eq__(self, other: object) -> bool:
+        """Configs with equal values are equal, wherever they were read from."""
+        if not isinstance(other, SandboxConfig):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
     @property
     def provider_name(self) -> str:
         """The provider this config runs on: ``provider``, else ``$SEER_PROVIDER``, else local."""
