@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError
+from seer.preflight import preflight
 from seer.providers.base import Capabilities
 from seer.providers.local.provider import LocalProvider
 
@@ -45,7 +46,7 @@ def test_debug_is_refused_where_no_code_server_is_offered() -> None:
 
 def test_both_refusals_reported_together() -> None:
     with pytest.raises(ConfigError) as info:
-        SandboxConfig(debug=True, repos=[DOCKERFILE_REPO]).preflight(dotenv=None)
+        preflight(SandboxConfig(debug=True, repos=[DOCKERFILE_REPO]), dotenv=None)
     assert info.value.fields == ["repos[0].dockerfile", "debug"]
 
 
