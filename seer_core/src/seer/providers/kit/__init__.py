@@ -26,6 +26,8 @@ is importable from ``seer.providers.kit`` itself):
   and ``lost`` once a machine is gone, reports ``starting`` while the starting client lives, and
   starts the *starter watch*: a small process on the client's host that ends a half-made sandbox
   at once if its starting client dies before ``Sandbox.start`` finished.
+* :class:`StreamFrames` (``kit.frames``): Docker's multiplexed stdout/stderr stream, demultiplexed
+  as it arrives (seer-docker's machines, seer-modal's fake).
 * :func:`detect_gpus` / :func:`gpu_matches` (``kit.gpus``): the NVIDIA GPUs of the host a
   provider's machines run on (the local machine, a local Docker engine).
 
@@ -33,6 +35,7 @@ The toy provider in seer's tests (``tests/plugins/seer-toy-provider``) is a comp
 built on this kit in under 150 lines; docs/providers.md walks through it.
 """
 
+from seer.providers.kit.frames import StreamFrames
 from seer.providers.kit.gpus import detect_gpus, gpu_matches
 from seer.providers.kit.ledger import EXPIRY_SLACK, Ledger, watch_starter_main
 from seer.providers.kit.machine import EXEC_MARK, KILL_MARKED, ExecMachine, kill_marked_argv
@@ -45,6 +48,7 @@ __all__ = [
     "ExecMachine",
     "Ledger",
     "OutputPump",
+    "StreamFrames",
     "detect_gpus",
     "gpu_matches",
     "kill_marked_argv",
