@@ -191,7 +191,9 @@ def test_api_reference_covers_the_public_modules() -> None:
     modules = set(_api_modules())
     wanted = {
         "seer.environment",
-        "seer.workspace",
+        "seer.workspace.workspace",
+        "seer.workspace.library",
+        "seer.workspace.skill",
         "seer.execution",
         "seer.config.schema",
         "seer.config.files",
