@@ -5,7 +5,9 @@ passes the whole suite through seer's pytest plugin (``pytest --pyargs seer.test
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -21,10 +23,22 @@ ROOT = Path(__file__).resolve().parents[1]
 WHEELS = Path("/opt/wheels")  # a local wheel house, where the machine has one
 
 
-def _install(venv: Path, *requirements: str) -> None:
+def _uv() -> list[str] | None:
+    """How to run uv: ``$SEER_UV`` (.ci/run passes the one it found), ``uv`` on PATH, or this
+    Python's ``-m uv``; None without one."""
+    if os.environ.get("SEER_UV"):
+        return shlex.split(os.environ["SEER_UV"])
+    if shutil.which("uv"):
+        return ["uv"]
+    if importlib.util.find_spec("uv") is not None:
+        return [sys.executable, "-m", "uv"]
+    return None
+
+
+def _install(uv: list[str], venv: Path, *requirements: str) -> None:
     """Install into ``venv`` from local paths; ``--no-sources`` so uv takes seer-core from the path
     given, not from the workspace as an editable member. The uv cache is reused: offline first."""
-    base = ["uv", "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), "--no-sources"]
+    base = [*uv, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), "--no-sources"]
     if WHEELS.is_dir():
         base += ["--find-links", str(WHEELS)]
     offline = subprocess.run([*base, "--offline", *requirements], capture_output=True, text=True, timeout=600)
@@ -33,11 +47,14 @@ def _install(venv: Path, *requirements: str) -> None:
 
 
 def test_toy_provider_passes_the_suite_with_seer_core_testing_alone(tmp_path: Path) -> None:
-    if shutil.which("uv") is None:
-        pytest.skip("uv is not installed: it makes the fresh virtual environment")
+    uv = _uv()
+    if uv is None:
+        pytest.skip("uv is not installed (nor $SEER_UV set): it makes the fresh virtual environment")
     venv = tmp_path / "venv"
-    subprocess.run(["uv", "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
-    _install(venv, f"{ROOT / 'seer_core'}[testing]", str(ROOT / "tests" / "plugins" / "seer-toy-provider"))
+    subprocess.run([*uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True, timeout=120)
+    _install(
+        uv, venv, f"{ROOT / 'seer_core'}[testing]", str(ROOT / "tests" / "plugins" / "seer-toy-provider")
+    )
     python = venv / "bin" / "python"
     names = "import importlib.metadata as m; print(*sorted(d.metadata['Name'] for d in m.distributions()))"
     listed = subprocess.run(
