@@ -8,6 +8,7 @@ import sys
 import tarfile
 import urllib.request
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import pytest
 from seer.testing import docker_engine
@@ -75,3 +76,28 @@ def test_a_kit_without_the_docker_package_says_which_extra_brings_it(monkeypatch
         lambda: docker_engine.docker_client("my_kit.testing", "my-kit[testing]"), "base:tag"
     )
     assert problem is not None and "no Docker engine answers" in problem and "my-kit[testing]" in problem
+
+
+class _Client:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_client_or_closes_only_the_client_it_made() -> None:
+    given = _Client()
+    with docker_engine.client_or(given, _Client) as engine:
+        assert engine is given
+    assert not given.closed
+    made: list[_Client] = []
+
+    def make() -> Any:
+        made.append(_Client())
+        return made[-1]
+
+    with pytest.raises(RuntimeError), docker_engine.client_or(None, make) as engine:
+        assert engine is made[0]
+        raise RuntimeError("the block failed")
+    assert made[0].closed

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "build_lock",
     "build_once",
+    "client_or",
     "docker_client",
     "engine_problem",
     "remove_images",
@@ -85,6 +86,19 @@ def tar_archive(files: Mapping[str, tuple[bytes, int]]) -> bytes:
             info.size, info.mode, info.mtime = len(data), mode, int(time.time())
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+@contextlib.contextmanager
+def client_or(client: DockerClient | None, make: Callable[[], DockerClient]) -> Iterator[DockerClient]:
+    """``client`` as it is, or one made by ``make`` for the block and closed after it."""
+    if client is not None:
+        yield client
+        return
+    made = make()
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 @contextlib.contextmanager

@@ -170,12 +170,10 @@ def cluster_image(
 ) -> str:
     """The tag of the node image (built first if the engine lacks it; one build per engine, a
     file lock keeps test processes side by side from building it twice)."""
-    own = client is None
-    client = client or docker_client()
-    try:
-        dockerfile = cluster_recipe(str(client.images.get(base_image).id), python_packages)
+    with docker_engine.client_or(client, docker_client) as engine:
+        dockerfile = cluster_recipe(str(engine.images.get(base_image).id), python_packages)
         return docker_engine.build_once(
-            client,
+            engine,
             dockerfile,
             repo=IMAGE_REPO,
             label=IMAGE_LABEL,
@@ -183,20 +181,12 @@ def cluster_image(
                 f"building the SLURM node image (slurm-wlm from Debian's packages) failed: {detail}"
             ),
         )
-    finally:
-        if own:
-            client.close()
 
 
 def remove_cluster_images(client: DockerClient | None = None) -> list[str]:
     """Remove every node image no container uses; their ids."""
-    own = client is None
-    client = client or docker_client()
-    try:
-        return docker_engine.remove_images(client, IMAGE_LABEL)
-    finally:
-        if own:
-            client.close()
+    with docker_engine.client_or(client, docker_client) as engine:
+        return docker_engine.remove_images(engine, IMAGE_LABEL)
 
 
 @dataclass

@@ -256,34 +256,24 @@ def host_image(
     The tag is a hash of the Dockerfile and the base image's id: the same recipe on the same base
     finds its image and builds nothing; a rebuilt base or another package set gets a new image.
     """
-    own = client is None
-    client = client or docker_client()
-    try:
-        dockerfile = host_recipe(str(client.images.get(base_image).id), python_packages)
+    with docker_engine.client_or(client, docker_client) as engine:
+        dockerfile = host_recipe(str(engine.images.get(base_image).id), python_packages)
         what = "openssh-server from Debian's packages"
         if python_packages:
             what += f"; {', '.join(python_packages)} with uv"
         return docker_engine.build_once(
-            client,
+            engine,
             dockerfile,
             repo=IMAGE_REPO,
             label=IMAGE_LABEL,
             failure=lambda detail: SshHostError(f"building the SSH host image ({what}) failed: {detail}"),
         )
-    finally:
-        if own:
-            client.close()
 
 
 def remove_host_images(client: DockerClient | None = None) -> list[str]:
     """Remove every host image (label ``seer.ssh-testing.image``) no container uses; their ids."""
-    own = client is None
-    client = client or docker_client()
-    try:
-        return docker_engine.remove_images(client, IMAGE_LABEL)
-    finally:
-        if own:
-            client.close()
+    with docker_engine.client_or(client, docker_client) as engine:
+        return docker_engine.remove_images(engine, IMAGE_LABEL)
 
 
 def free_port() -> int:
