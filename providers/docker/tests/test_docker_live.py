@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# the writers (tests/_live_kit.py) need the notebook packages, which seer-docker alone does not bring
+pytest.importorskip("nbformat")
+pytest.importorskip("jupyter_ydoc")
+
 from _docker_kit import docker_config
 from _live_kit import three_writers
 from seer import Sandbox
 from seer.execution import create_notebook_session
-
-pytest.importorskip("jupyter_ydoc")
 
 # The first run builds an image with JupyterLab in it: minutes, not seconds.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]

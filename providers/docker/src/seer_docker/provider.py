@@ -37,7 +37,6 @@ import posixpath
 import secrets
 import select
 import socket
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -57,7 +56,8 @@ from seer.providers.base import (
     Provider,
     Snapshot,
 )
-from seer.providers.kit import ExecMachine, Ledger, OutputPump, detect_gpus
+from seer.providers.kit import ExecMachine, Ledger, OutputPump, StreamFrames, detect_gpus
+from seer.providers.kit.frames import STDERR
 
 from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
 from seer_docker.options import DockerOptions
@@ -96,24 +96,6 @@ def docker_client() -> DockerClient:
 def _is_local_engine() -> bool:
     host = os.environ.get("DOCKER_HOST", "")
     return not host or host.startswith("unix://")
-
-
-class _Frames:
-    """Demultiplexes the exec attach stream: 8-byte headers (stream, 0, 0, 0, size) + payload."""
-
-    def __init__(self, pump: OutputPump):
-        self._buf = bytearray()
-        self._pump = pump
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-        while len(self._buf) >= 8:
-            kind, size = struct.unpack(">BxxxL", self._buf[:8])
-            if len(self._buf) < 8 + size:
-                return
-            payload = bytes(self._buf[8 : 8 + size])
-            del self._buf[: 8 + size]
-            self._pump.feed("stderr" if kind == 2 else "stdout", payload)
 
 
 class DockerMachine(ExecMachine):
@@ -176,7 +158,14 @@ class DockerMachine(ExecMachine):
             return raw.recv(65536)
 
         # one multiplexed socket: read on this thread, no hand-off per command
-        pump.read_stream(read, _Frames(pump).feed, close=raw.close, inline=True)
+        pump.read_stream(
+            read,
+            StreamFrames(
+                lambda stream, data: pump.feed("stderr" if stream == STDERR else "stdout", data)
+            ).feed,
+            close=raw.close,
+            inline=True,
+        )
         if stdin is not None:
             pump.send(stdin, raw.sendall, lambda: raw.shutdown(socket.SHUT_WR))
         ended: dict[str, Any] = {}
