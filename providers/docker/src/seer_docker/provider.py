@@ -59,7 +59,15 @@ from seer.providers.base import (
 )
 from seer.providers.kit import ExecMachine, Ledger, OutputPump, detect_gpus
 
-from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
+from seer_docker.image import (
+    HF_MOUNT,
+    IMAGE_REPO,
+    LABEL,
+    PackageSources,
+    build_repo_image,
+    ensure_image,
+    resolve_base,
+)
 from seer_docker.options import DockerOptions
 
 if TYPE_CHECKING:
@@ -369,6 +377,11 @@ class DockerProvider(Provider):
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,
+            sources=PackageSources(
+                find_links=tuple(options.find_links),
+                torch_index=options.torch_index,
+                cpu_torch=spec.gpu is None,
+            ),
         )
         return tag
 
