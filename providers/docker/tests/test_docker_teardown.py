@@ -111,12 +111,17 @@ def test_the_folders_teardown_copies_are_found_without_a_process(docker_engine: 
             return out, sum(1 for e in events if str(e.get("Action", "")).startswith("exec_create"))
 
         sandbox.write_file("outputs/a.txt", "a")
+        links = "mkdir -p elsewhere && ln -s elsewhere linked && ln -s outputs/a.txt filelink"
+        sandbox.exec(links, check=True)
         _, made = execs_during(lambda: sandbox.exec("true"))
         assert made >= 1  # the count sees an exec when there is one
         paths = [machine.resolve(p) for p in ("outputs", "outputs/a.txt", "notebooks")]
         found, made = execs_during(lambda: machine.existing_dirs(paths))
         assert found == {machine.resolve("outputs")}
         assert made == 0
+        # a link to a folder counts as the folder (the shell's test, for that path alone)
+        linked = [machine.resolve(p) for p in ("linked", "filelink")]
+        assert machine.existing_dirs(linked) == {machine.resolve("linked")}
         container.remove(force=True)
         with pytest.raises(SandboxNotRunningError):
             machine.existing_dirs(paths)

@@ -253,6 +253,8 @@ class DockerMachine(ExecMachine):
             stat = json.loads(base64.b64decode(response.headers["X-Docker-Container-Path-Stat"]))
             if stat["mode"] & (1 << 31):  # Go's os.ModeDir
                 found.add(path)
+            elif stat["mode"] & (1 << 27):  # os.ModeSymlink: where it leads, the shell's test says
+                found |= super().existing_dirs([path])
         if missing and self.status() is not MachineStatus.RUNNING:
             raise self.not_running()  # a folder may have been there: never report it absent
         return found
