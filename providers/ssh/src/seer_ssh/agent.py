@@ -86,17 +86,32 @@ def begin(base: str, sandbox_id: str, meta: str, folders: str = "[]") -> dict[st
     """The sandbox's folder and record, and ``folders`` (JSON list; relative ones are taken in the
     sandbox's folder) made private (0700) in the same call."""
     sb = _sandbox_dir(base, sandbox_id)
+    wanted = json.loads(folders)
+    # the shared ones first: one that cannot be made leaves no sandbox folder behind
+    _private_dirs([f for f in wanted if os.path.isabs(f)])
     os.makedirs(os.path.join(base, "sandboxes"), mode=0o700, exist_ok=True)
     os.mkdir(sb, 0o700)
     os.mkdir(os.path.join(sb, "work"), 0o700)
-    for folder in json.loads(folders):
-        path = os.path.join(sb, folder)
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        os.chmod(path, 0o700)
+    try:
+        _private_dirs([os.path.join(sb, f) for f in wanted if not os.path.isabs(f)])
+    except SystemExit:
+        shutil.rmtree(sb, ignore_errors=True)
+        raise
     record = json.loads(meta)
     record.update(id=sandbox_id, status="running")
     _write(os.path.join(sb, "meta.json"), record)
     return {"dir": sb, "workdir": os.path.join(sb, "work")}
+
+
+def _private_dirs(paths: list[str]) -> None:
+    """Make each of ``paths`` (and its parents) a folder only its owner reads (0700)."""
+    for path in paths:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            os.chmod(path, 0o700)
+        except OSError as exc:
+            why = f"{path}: {exc.strerror}"
+            raise SystemExit(f"could not make seer's folders {', '.join(paths)}: {why}") from None
 
 
 def update(base: str, sandbox_id: str, changes: str) -> dict[str, Any]:
