@@ -228,10 +228,7 @@ def copy_out(machine: Machine, dest: Path) -> Kept:
     tried again, up to :data:`_FETCH_TRIES` times. Raises what the machine's primitives raise when
     it cannot (the caller then keeps the sandbox's files)."""
     remote = {folder: machine.resolve(folder) for folder in KEPT_DIRS}
-    listing = machine.exec(
-        ["bash", "-c", 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done', "_", *remote.values()]
-    ).check()
-    present = set(listing.stdout.splitlines())
+    present = machine.existing_dirs(list(remote.values()))
     attempt = 0
     while True:
         attempt += 1

@@ -353,6 +353,16 @@ class Machine(ABC):
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             tar.extractall(local_dir, filter="data")
 
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        """Which of ``paths`` (absolute) are directories in the machine (default: one exec). What
+        teardown asks before it copies the research record out: nothing is fetched for a folder
+        that is not there. A provider whose SDK can stat a path without starting a process
+        overrides it."""
+        listing = self.exec(
+            ["bash", "-c", 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done', "_", *paths]
+        ).check()
+        return set(listing.stdout.splitlines())
+
     def resolve(self, path: str) -> str:
         """An absolute path in the machine: relative paths are taken from :attr:`workdir`."""
         return path if posixpath.isabs(path) else posixpath.normpath(posixpath.join(self.workdir, path))

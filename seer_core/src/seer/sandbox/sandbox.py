@@ -45,6 +45,7 @@ from seer.providers.base import (
 )
 from seer.sandbox import bootstrap
 from seer.sandbox.bootstrap import RepoHandle
+from seer.sandbox.execution_mode import ExecutionModePlugin
 from seer.sandbox.model_cache import ModelHandle, prepare_models
 from seer.sandbox.record import SandboxRecord
 from seer.state import end_record, prune_records, read_json, record_path, records_dir, write_json
@@ -213,32 +214,49 @@ class Sandbox:
         if self._machine is None:
             return None
         snap = None
-        if self._machine.status().alive:
+        # Whether the machine still runs: asked first only where something must run before the
+        # copy (a snapshot, an execution mode's flush). Otherwise the copy's own first step asks
+        # (SandboxNotRunningError: nothing left to copy), one round trip less per teardown.
+        mode = self._execution_mode()
+        ask_first = save_snapshot or (mode is not None and type(mode).flush is not ExecutionModePlugin.flush)
+        if not ask_first or self._machine.status().alive:
             if save_snapshot:
                 snap = self.snapshot(snapshot_description)
-            self._flush_execution_mode()
-            self._keep_outputs(force)
-            plugins.hook().seer_sandbox_terminating(sandbox=self)
+            if ask_first:
+                self._flush_execution_mode(mode)
+            if self._keep_outputs(force):
+                plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         self._provider_handle().terminate(self._machine.id)
         end_record(self._machine.id, self._machine.status().value)
         return snap
 
-    def _flush_execution_mode(self) -> None:
+    def _execution_mode(self) -> ExecutionModePlugin | None:
+        try:
+            return plugins.get_execution_mode(str(self.config.execution_mode))()
+        except Exception as exc:
+            self._progress.note(f"could not save everything before the copy: {exc}")
+            return None
+
+    def _flush_execution_mode(self, mode: ExecutionModePlugin | None) -> None:
         """Let the execution mode write out what it holds in memory (a notebook's live document)
         before the copy; what fails is noted, never a reason to keep the sandbox."""
+        if mode is None:
+            return
         try:
-            mode = plugins.get_execution_mode(str(self.config.execution_mode))()
             mode.flush(self)
         except Exception as exc:
             self._progress.note(f"could not save everything before the copy: {exc}")
 
-    def _keep_outputs(self, force: bool) -> None:
+    def _keep_outputs(self, force: bool) -> bool:
         """Copy the notebooks and outputs to :attr:`outputs_dir`, or refuse to go on (unless
-        ``force``), so the agent's record is never deleted silently."""
+        ``force``), so the agent's record is never deleted silently. False: the machine had
+        already ended (there is nothing left to copy)."""
         dest = self.outputs_dir
         try:
             kept = copy_out(self.machine, dest)
+        except SandboxNotRunningError:
+            return False
         except Exception as exc:
             why = f"could not copy the notebooks and outputs of sandbox {self.sandbox_id} to {dest}: {exc}"
             if not force:
@@ -248,9 +266,10 @@ class Sandbox:
                     "`seer down --force` to delete it anyway"
                 ) from exc
             self._progress.note(f"{why}; deleting it anyway (force)")
-            return
+            return True
         if kept.files:
             self._progress.note(kept.summary(self.sandbox_id))
+        return True
 
     def __enter__(self) -> Sandbox:
         if self._machine is None:
