@@ -59,7 +59,15 @@ from seer.providers.base import (
 )
 from seer.providers.kit import ExecMachine, Ledger, OutputPump, detect_gpus
 
-from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
+from seer_docker.image import (
+    HF_MOUNT,
+    IMAGE_REPO,
+    LABEL,
+    TOOLS_DIR,
+    build_repo_image,
+    ensure_image,
+    resolve_base,
+)
 from seer_docker.options import DockerOptions
 
 if TYPE_CHECKING:
@@ -224,6 +232,10 @@ class DockerMachine(ExecMachine):
     def model_cache_dir(self) -> str:
         return HF_MOUNT
 
+    def tools_dir(self) -> str:
+        # The image's debug layer installed code-server here (seer_docker.image.code_server_layer).
+        return TOOLS_DIR
+
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:
         # Host networking: the container's 127.0.0.1 is the host's.
@@ -286,6 +298,7 @@ class DockerProvider(Provider):
         installs_system_packages=True,
         hides_models=True,
         dockerfile_repos=True,
+        code_server=True,
     )
     options_model = DockerOptions
 
@@ -366,6 +379,7 @@ class DockerProvider(Provider):
             base_id=base_id,
             system_packages=spec.system_packages,
             needs_git=remote,
+            code_server=spec.code_server,
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,
