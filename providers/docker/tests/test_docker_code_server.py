@@ -76,6 +76,9 @@ def test_code_server_came_from_the_image_and_a_second_start_installs_nothing(
         assert len(_installs(second)) == 1
         assert not any("installed code-server" in line for line in lines), lines
         assert not any("Step" in line and "seer-code-server-install" in line for line in lines), lines
+        # the sandbox image (debug layer included) came from the engine's cache: nothing was built
+        assert any("is cached: nothing to build" in line for line in lines), lines
+        assert not any(line.startswith("building image") for line in lines), lines
         python = second.read_file(".seer/code-server/data/User/settings.json")
         assert second.machine.python in python
         port = second.services["code_server"]["port"]
