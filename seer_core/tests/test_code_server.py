@@ -22,8 +22,8 @@ import pytest
 from _browser import assert_gone, check_code_server
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError
+from seer.providers import code_server as installer
 from seer.providers.local.provider import local_tools_dir
-from seer.runtime import code_server as installer
 
 
 def e2e(test):  # type: ignore[no-untyped-def]

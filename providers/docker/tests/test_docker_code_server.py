@@ -18,7 +18,7 @@ from _browser import assert_gone, check_code_server
 from _docker_kit import docker_config
 from seer import Sandbox
 from seer.progress import Progress
-from seer.runtime import code_server as installer
+from seer.providers import code_server as installer
 from seer_docker.image import TOOLS_DIR
 
 

@@ -32,7 +32,7 @@ from rich.table import Table
 
 import seer
 from seer import plugins, state
-from seer.config import ExperimentConfig, known_gpu_types
+from seer.config import ExperimentConfig
 from seer.errors import (
     ConfigError,
     ExecTimeoutError,
@@ -40,7 +40,7 @@ from seer.errors import (
     SeerError,
     UnknownPluginError,
 )
-from seer.ids import sandbox_id_providers
+from seer.preflight import known_gpu_types, sandbox_id_providers
 from seer.providers.base import DETAIL_LABEL, MachineInfo, MachineStatus
 
 __all__ = ["create_app", "main"]

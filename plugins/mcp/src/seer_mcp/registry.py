@@ -257,7 +257,7 @@ class SessionRegistry:
             (sandbox_id or "").strip(),
         )
         if sandbox_id:  # an id is never a path: checked before anything looks it up
-            from seer.ids import sandbox_id_providers
+            from seer.preflight import sandbox_id_providers
 
             sandbox_id_providers(sandbox_id)
         if session_id:

@@ -46,7 +46,7 @@ VENV = "/opt/seer/venv"
 HF_MOUNT = "/opt/seer/hf-hub"
 #: Where the image's code-server layer installs it (``Machine.tools_dir`` of a docker sandbox).
 TOOLS_DIR = "/opt/seer/tools"
-#: The code-server installer's name in the build context (:mod:`seer.runtime.code_server`).
+#: The code-server installer's name in the build context (:mod:`seer.providers.code_server`).
 CODE_SERVER_INSTALLER = "seer-code-server-install.py"
 #: What building code-server's native modules needs (Debian names), installed in its layer.
 CODE_SERVER_BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
@@ -66,12 +66,12 @@ class ImageBuildError(SandboxError):
 
 def code_server_layer() -> list[str]:
     """The Dockerfile lines of the ``debug`` layer: code-server (VS Code in the browser) built into
-    :data:`TOOLS_DIR` by :mod:`seer.runtime.code_server`, with the compilers its native modules
+    :data:`TOOLS_DIR` by :mod:`seer.providers.code_server`, with the compilers its native modules
     need. It comes right after ``FROM``, so every ``debug=True`` config on one base image shares
     it (built once, minutes), and a start finds code-server installed."""
     build = " ".join(CODE_SERVER_BUILD_PACKAGES)
     return [
-        "# --- seer debug layer: code-server for debug=True (seer.runtime.code_server) ---",
+        "# --- seer debug layer: code-server for debug=True (seer.providers.code_server) ---",
         f"COPY {CODE_SERVER_INSTALLER} /opt/seer/{CODE_SERVER_INSTALLER}",
         "RUN command -v apt-get >/dev/null || { echo 'seer: debug=True builds code-server and needs "
         "apt-get in the base image' >&2; exit 1; } && apt-get update -qq && apt-get install -y -qq "
@@ -283,7 +283,7 @@ def ensure_image(
     )
     files = {"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()}
     if code_server:
-        from seer.runtime import code_server as installer
+        from seer.providers import code_server as installer
 
         files[CODE_SERVER_INSTALLER] = Path(installer.__file__).read_bytes()
     inputs = [RECIPE, dockerfile, wheel.sha256]

@@ -128,7 +128,7 @@ class MachineSpec:
     private_model_cache: bool = False
     #: the config has ``debug=True``: core's ``debug`` step installs code-server into
     #: :meth:`Machine.tools_dir` unless it is there, so a provider that builds images installs it
-    #: in a layer of its own (:mod:`seer.runtime.code_server`) and every start finds it
+    #: in a layer of its own (:mod:`seer.providers.code_server`) and every start finds it
     code_server: bool = False
     #: called with lines of provisioning output (an image build, a pull) as they come
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)

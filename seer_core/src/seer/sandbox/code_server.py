@@ -3,7 +3,7 @@
 The ``debug`` step of :meth:`seer.sandbox.Sandbox.start`:
 
 1. makes sure code-server is in the machine's :meth:`~seer.providers.base.Machine.tools_dir`
-   (:mod:`seer.runtime.code_server` installs it there once; a provider whose image already holds
+   (:mod:`seer.providers.code_server` installs it there once; a provider whose image already holds
    it, or whose cache outlives the machine, installs nothing on a second start);
 2. starts it as the background process ``code-server``, bound to the sandbox's 127.0.0.1 on a
    port the kernel picks (``--bind-addr 127.0.0.1:0``; the port is read from its log), with
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import SandboxError
-from seer.runtime import code_server as installer
+from seer.providers import code_server as installer
 
 if TYPE_CHECKING:
     from seer.progress import Progress

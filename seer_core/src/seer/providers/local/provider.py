@@ -190,6 +190,11 @@ class LocalMachine(Machine):
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._running: RunningProof | None = None
 
+    def keep_child(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        """Hold the handle of a process this client started for the sandbox (its supervisor), so
+        it is reaped when it ends, not left a zombie."""
+        self._children[name] = proc
+
     # --- commands -------------------------------------------------------------------------
     def _check_running(self) -> None:
         """Refuse to act on a sandbox that is not running. After one full check, a
@@ -464,7 +469,7 @@ class LocalProvider(Provider):
             self.terminate(sandbox.id)
             shutil.rmtree(sandbox.dir, ignore_errors=True)
             raise
-        machine._children["__supervisor__"] = supervisor  # keep the handle so it is reaped, not leaked
+        machine.keep_child("__supervisor__", supervisor)  # reaped when it ends, not leaked
         return machine
 
     def _supervise(self, sandbox: SandboxDir, spec: MachineSpec) -> subprocess.Popen[bytes]:
@@ -667,7 +672,7 @@ def local_tools_dir() -> Path:
 def code_server_problem() -> str | None:
     """Why ``debug=True`` cannot be served here, or None: code-server is installed already, or it
     can be (a package index is reachable and the compilers its native modules need are here)."""
-    from seer.runtime import code_server
+    from seer.providers import code_server
 
     tools = local_tools_dir()
     if code_server.installed(str(tools)):
