@@ -12,8 +12,9 @@ The ``debug`` step of :meth:`seer.sandbox.Sandbox.start`:
    interpreter (``python.defaultInterpreterPath`` in the server's user settings, so no file in
    the working directory is written);
 3. reaches it through the provider's port exposure (:meth:`~seer.providers.base.Machine.expose_port`,
-   as Jupyter is) and records ``services["code_server"]`` (url, port, password, folder) and
-   ``sandbox.code_server_url``: the URL that opens the working directory in VS Code.
+   as Jupyter is) and returns ``services["code_server"]`` (url, port, password, folder) and
+   ``code_server_url`` (the URL that opens the working directory in VS Code) for the sandbox to
+   record.
 
 code-server 4.x takes its secret only as a password POSTed to its login page (it has no token a
 URL can carry), so a person opening ``code_server_url`` is asked for
@@ -37,8 +38,10 @@ from seer.errors import SandboxError
 from seer.providers import code_server as installer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from seer.progress import Progress
-    from seer.sandbox.sandbox import Sandbox
+    from seer.providers.base import Machine
 
 __all__ = ["PROCESS", "start_code_server"]
 
@@ -52,10 +55,12 @@ START_TIMEOUT = 120.0
 _LISTENING = re.compile(r"HTTP server listening on http://127\.0\.0\.1:(\d+)/")
 
 
-def start_code_server(sandbox: Sandbox, progress: Progress) -> str:
-    """Install code-server where it is missing, start it, and record it; its ``code_server_url``."""
-    machine = sandbox.machine
-    where = ensure_installed(sandbox, progress)
+def start_code_server(machine: Machine, env: Mapping[str, str], progress: Progress) -> dict[str, Any]:
+    """Install code-server where it is missing and start it (the ``debug`` step of
+    ``Sandbox.start()``, with the variables core set for the sandbox). Returns the services it
+    made, for the sandbox to record: ``code_server`` (url, port, password, folder, root) and
+    ``code_server_url``."""
+    where = ensure_installed(machine, env, progress)
     state = machine.resolve(".seer/code-server")
     password = secrets.token_urlsafe(24)
     config = f"{state}/config.yaml"
@@ -75,7 +80,7 @@ def start_code_server(sandbox: Sandbox, progress: Progress) -> str:
         "workbench.secondarySideBar.defaultVisibility": "hidden",
     }
     machine.write_bytes(f"{state}/data/User/settings.json", json.dumps(settings, indent=1).encode())
-    sandbox.start_process(
+    machine.start_process(
         [
             where["node"],
             where["entry"],
@@ -92,29 +97,33 @@ def start_code_server(sandbox: Sandbox, progress: Progress) -> str:
             machine.workdir,
         ],
         name=PROCESS,
+        env=env,
         cwd=machine.workdir,
     )
-    port = _wait_listening(sandbox)
+    port = _wait_listening(machine)
     base = machine.expose_port(port).rstrip("/")
     _wait_healthy(base)
     url = f"{base}/?{urllib.parse.urlencode({'folder': machine.workdir})}"
-    sandbox.set_service(
-        "code_server",
-        {"url": base, "port": port, "password": password, "folder": machine.workdir, "root": where["root"]},
-    )
-    sandbox.set_service("code_server_url", url)
-    return url
+    return {
+        "code_server": {
+            "url": base,
+            "port": port,
+            "password": password,
+            "folder": machine.workdir,
+            "root": where["root"],
+        },
+        "code_server_url": url,
+    }
 
 
-def ensure_installed(sandbox: Sandbox, progress: Progress) -> dict[str, Any]:
+def ensure_installed(machine: Machine, env: Mapping[str, str], progress: Progress) -> dict[str, Any]:
     """Run the installer in the machine (it does nothing where code-server is already there);
     what it reports: ``installed`` (whether this call installed it), ``root``, ``node``, ``entry``."""
-    machine = sandbox.machine
     source = Path(installer.__file__).read_bytes()
     result = machine.exec(
         [machine.python, "-", machine.tools_dir()],
         stdin=source,
-        env=dict(sandbox.env),
+        env=dict(env),
         timeout=INSTALL_TIMEOUT,
         on_output=lambda _stream, text: progress.update(text.strip()),
     )
@@ -131,16 +140,16 @@ def ensure_installed(sandbox: Sandbox, progress: Progress) -> dict[str, Any]:
     return report
 
 
-def _wait_listening(sandbox: Sandbox) -> int:
+def _wait_listening(machine: Machine) -> int:
     """The port code-server listens on, from its log; raises with the log if it dies or stays quiet."""
     deadline = time.monotonic() + START_TIMEOUT
     delay = 0.05
     while True:
-        log = sandbox.process_log(PROCESS, lines=200)
+        log = machine.process_log(PROCESS, lines=200)
         found = _LISTENING.search(log)
         if found:
             return int(found.group(1))
-        if not sandbox.machine.process_running(PROCESS):
+        if not machine.process_running(PROCESS):
             raise SandboxError(f"code-server exited before listening:\n{log[-4000:]}")
         if time.monotonic() >= deadline:
             raise SandboxError(f"code-server did not listen within {START_TIMEOUT:g}s:\n{log[-4000:]}")

@@ -174,7 +174,7 @@ class Sandbox:
             step = "debug"
             if config.debug:
                 with progress.step("Starting VS Code (code-server)"):
-                    start_code_server(self, progress)
+                    self._services.update(start_code_server(machine, self._env, progress))
             step = "record"
             self._save_record()
             # Until here, a starter that dies takes the half-made sandbox with it.
