@@ -30,13 +30,16 @@ if TYPE_CHECKING:
     from seer.config import RepoConfig
 
 __all__ = [
+    "CODE_SERVER_INSTALLER",
     "HEAVY_PACKAGES",
     "HF_MOUNT",
     "IMAGE_REPO",
     "LABEL",
+    "TOOLS_DIR",
     "VENV",
     "ImageBuildError",
     "PackageSources",
+    "code_server_layer",
     "ensure_image",
     "python_layers",
     "render_dockerfile",
@@ -46,6 +49,12 @@ __all__ = [
 VENV = "/opt/seer/venv"
 #: Where the model cache (volume or host folder) is mounted: the Hugging Face hub cache.
 HF_MOUNT = "/opt/seer/hf-hub"
+#: Where the image's code-server layer installs it (``Machine.tools_dir`` of a docker sandbox).
+TOOLS_DIR = "/opt/seer/tools"
+#: The code-server installer's name in the build context (:mod:`seer.providers.code_server`).
+CODE_SERVER_INSTALLER = "seer-code-server-install.py"
+#: What building code-server's native modules needs (Debian names), installed in its layer.
+CODE_SERVER_BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
 #: Repository of the images seer builds; the tag is their content hash.
 IMAGE_REPO = "seer-sandbox"
 #: Label on everything seer makes (containers, images, volumes); its value says what it is.
@@ -148,6 +157,25 @@ def python_layers(python_packages: Iterable[str], sources: PackageSources) -> li
     return lines
 
 
+def code_server_layer() -> list[str]:
+    """The Dockerfile lines of the ``debug`` layer: code-server (VS Code in the browser) built into
+    :data:`TOOLS_DIR` by :mod:`seer.providers.code_server`, with the compilers its native modules
+    need. It comes right after ``FROM``, so every ``debug=True`` config on one base image shares
+    it (built once, minutes), and a start finds code-server installed."""
+    build = " ".join(CODE_SERVER_BUILD_PACKAGES)
+    return [
+        "# --- seer debug layer: code-server for debug=True (seer.providers.code_server) ---",
+        f"COPY {CODE_SERVER_INSTALLER} /opt/seer/{CODE_SERVER_INSTALLER}",
+        "RUN command -v apt-get >/dev/null || { echo 'seer: debug=True builds code-server and needs "
+        "apt-get in the base image' >&2; exit 1; } && apt-get update -qq && apt-get install -y -qq "
+        f"--no-install-recommends {build} && rm -rf /var/lib/apt/lists/* "
+        # the installer fetches Node with pip: a throwaway venv has it where the base's python3 not
+        "&& python3 -m venv /tmp/seer-installer "
+        f"&& /tmp/seer-installer/bin/python /opt/seer/{CODE_SERVER_INSTALLER} {TOOLS_DIR} "
+        "&& rm -rf /tmp/seer-installer",
+    ]
+
+
 def render_dockerfile(
     base: str,
     *,
@@ -157,18 +185,23 @@ def render_dockerfile(
     workdir: str,
     needs_git: bool = False,
     sources: PackageSources | None = None,
+    code_server: bool = False,
 ) -> str:
-    """The Dockerfile of a sandbox image (its context holds only the runtime wheel).
+    """The Dockerfile of a sandbox image (its context holds the runtime wheel, and with
+    ``code_server`` the code-server installer).
 
     ``needs_git``: install git from apt unless the base image has it (remote repos are cloned
     inside the sandbox). ``sources``: where pip looks besides its configured index, and whether
-    torch must be a CPU build (see :func:`python_layers`).
+    torch must be a CPU build (see :func:`python_layers`). ``code_server``: add
+    :func:`code_server_layer` (``debug=True``).
     """
     system = " ".join(shlex.quote(p) for p in system_packages)
     lines = [
         f"FROM {base}",
         "ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore",
     ]
+    if code_server:
+        lines += code_server_layer()
     if system:
         lines.append(
             "RUN command -v apt-get >/dev/null || { echo 'seer: system_packages need apt-get in the "
@@ -326,6 +359,7 @@ def ensure_image(
     workdir: str,
     log: Log,
     needs_git: bool = False,
+    code_server: bool = False,
     wheel: RuntimeWheel | None = None,
     sources: PackageSources | None = None,
 ) -> tuple[str, bool]:
@@ -342,14 +376,23 @@ def ensure_image(
         workdir=workdir,
         needs_git=needs_git,
         sources=sources,
+        code_server=code_server,
     )
-    key = hashlib.sha256(json.dumps([RECIPE, dockerfile, wheel.sha256]).encode()).hexdigest()
+    files = {"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()}
+    if code_server:
+        from seer.providers import code_server as installer
+
+        files[CODE_SERVER_INSTALLER] = Path(installer.__file__).read_bytes()
+    inputs = [RECIPE, dockerfile, wheel.sha256]
+    if code_server:
+        inputs.append(hashlib.sha256(files[CODE_SERVER_INSTALLER]).hexdigest())
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
     tag = f"{IMAGE_REPO}:{key[:16]}"
     if _image_id(client, tag):
         log(f"image {tag} is cached: nothing to build")
         return tag, False
     log(f"building image {tag}")
-    context = _context({"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()})
+    context = _context(files)
     stream = client.api.build(
         fileobj=context,
         custom_context=True,

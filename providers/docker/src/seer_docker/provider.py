@@ -64,6 +64,7 @@ from seer_docker.image import (
     HF_MOUNT,
     IMAGE_REPO,
     LABEL,
+    TOOLS_DIR,
     PackageSources,
     build_repo_image,
     ensure_image,
@@ -251,6 +252,10 @@ class DockerMachine(ExecMachine):
     def model_cache_dir(self) -> str:
         return HF_MOUNT
 
+    def tools_dir(self) -> str:
+        # The image's debug layer installed code-server here (seer_docker.image.code_server_layer).
+        return TOOLS_DIR
+
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:
         # Host networking: the container's 127.0.0.1 is the host's.
@@ -313,6 +318,7 @@ class DockerProvider(Provider):
         installs_system_packages=True,
         hides_models=True,
         dockerfile_repos=True,
+        code_server=True,
     )
     options_model = DockerOptions
 
@@ -393,6 +399,7 @@ class DockerProvider(Provider):
             base_id=base_id,
             system_packages=spec.system_packages,
             needs_git=remote,
+            code_server=spec.code_server,
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,

@@ -126,7 +126,11 @@ class SandboxConfig(StrictModel):
         default_factory=list, description="(local dir, sandbox path) pairs copied in"
     )
     debug: bool = Field(
-        False, description="start a VS Code server (only on a provider with the code_server capability)"
+        False,
+        description=(
+            "start a VS Code server, code-server (only on a provider with the code_server capability: "
+            "local, docker)"
+        ),
     )
     toolkit: bool = Field(
         True,

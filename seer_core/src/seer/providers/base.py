@@ -126,6 +126,10 @@ class MachineSpec:
     #: the config has hidden models: give the machine a model cache of its own, not one shared with
     #: other sandboxes, whose folder names and blobs would let the agent identify them
     private_model_cache: bool = False
+    #: the config has ``debug=True``: core's ``debug`` step installs code-server into
+    #: :meth:`Machine.tools_dir` unless it is there, so a provider that builds images installs it
+    #: in a layer of its own (:mod:`seer.providers.code_server`) and every start finds it
+    code_server: bool = False
     #: called with lines of provisioning output (an image build, a pull) as they come
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
@@ -376,6 +380,17 @@ class Machine(ABC):
         """
         return posixpath.join(self.workdir, ".cache", "huggingface", "hub")
 
+    def tools_dir(self) -> str:
+        """Where seer installs the tools a sandbox uses beside its Python environment (code-server,
+        for ``SandboxConfig.debug``: :mod:`seer.sandbox.code_server`), as an absolute path in the
+        machine. Each tool is installed there once and reused while it is there.
+
+        The default, ``<workdir>/.seer/tools``, installs once per machine; a provider overrides it
+        to point at a folder that outlives the machine (the host's cache, where an image layer put
+        the tools), so a second sandbox installs nothing.
+        """
+        return posixpath.join(self.workdir, ".seer", "tools")
+
     # --- network and state ----------------------------------------------------------------
     @abstractmethod
     def expose_port(self, port: int) -> str:
@@ -481,8 +496,8 @@ class Provider(ABC):
                 ConfigProblem(
                     "debug",
                     f"provider {cls.name!r} cannot start a VS Code server (capability: code_server); "
-                    "set debug to false (seer's own providers offer none yet) and work through the "
-                    "sandbox's Jupyter server or shell",
+                    "set debug to false and work through the sandbox's Jupyter server or shell, "
+                    "or use a provider that has it (local, docker)",
                 )
             )
         return problems

@@ -45,6 +45,7 @@ from seer.providers.base import (
 )
 from seer.sandbox import bootstrap
 from seer.sandbox.bootstrap import RepoHandle
+from seer.sandbox.code_server import start_code_server
 from seer.sandbox.execution_mode import ExecutionModePlugin
 from seer.sandbox.model_cache import ModelHandle, prepare_models
 from seer.sandbox.record import SandboxRecord
@@ -135,6 +136,7 @@ class Sandbox:
             snapshot=self._snapshot,
             repos=list(config.repos),
             private_model_cache=any(m.hidden for m in config.models),
+            code_server=config.debug,
             progress=progress.update,
         )
         step = "provision"
@@ -170,6 +172,10 @@ class Sandbox:
             step = "execution mode"
             with progress.step(f"Preparing {mode_cls.name} mode"):
                 mode_cls().prepare(self)
+            step = "debug"
+            if config.debug:
+                with progress.step("Starting VS Code (code-server)"):
+                    self._services.update(start_code_server(machine, self._env, progress))
             step = "record"
             self._save_record()
             # Until here, a starter that dies takes the half-made sandbox with it.
@@ -437,8 +443,14 @@ class Sandbox:
 
     @property
     def code_server_url(self) -> str | None:
-        """The VS Code server's URL, when ``debug=True`` started one."""
+        """The VS Code server's URL (code-server, opening the working directory), when
+        ``debug=True`` started one. The browser asks once for :attr:`code_server_password`."""
         return self._services.get("code_server_url")
+
+    @property
+    def code_server_password(self) -> str | None:
+        """The secret the VS Code server at :attr:`code_server_url` asks for (random per sandbox)."""
+        return (self._services.get("code_server") or {}).get("password")
 
     # --- running things -------------------------------------------------------------------
     def exec(

@@ -364,6 +364,10 @@ class LocalMachine(Machine):
         # The machine's own Hugging Face cache, shared by every local sandbox and the user.
         return hf_hub_cache(self._env)
 
+    def tools_dir(self) -> str:
+        # Shared by every local sandbox (and every SEER_HOME): code-server is installed once here.
+        return str(local_tools_dir())
+
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:
         return f"http://127.0.0.1:{port}"
@@ -402,6 +406,7 @@ class LocalProvider(Provider):
         port_exposure="loopback",
         max_lifetime=None,
         installs_system_packages=False,
+        code_server=True,
     )
     options_model = LocalOptions
 
@@ -435,6 +440,10 @@ class LocalProvider(Provider):
                         f"{', '.join(found)}",
                     )
                 )
+        if config.debug:
+            why = code_server_problem()
+            if why:
+                problems.append(ConfigProblem("debug", why))
         for i, pkg in enumerate(config.system_packages):
             if not _system_package_installed(pkg):
                 problems.append(
@@ -678,9 +687,51 @@ def _drop_remains(sandbox: SandboxDir) -> None:
             shutil.rmtree(sandbox.dir, ignore_errors=True)
 
 
+def local_tools_dir() -> Path:
+    """Where local sandboxes' tools (code-server, for ``debug``) are installed once:
+    ``$SEER_TOOLS_DIR``, else ``$XDG_CACHE_HOME/seer/tools``, else ``~/.cache/seer/tools``. A cache,
+    not state: every ``SEER_HOME`` (a test run's too) shares it."""
+    raw = os.environ.get("SEER_TOOLS_DIR")
+    if raw:
+        return Path(raw).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "seer" / "tools"
+
+
+def code_server_problem() -> str | None:
+    """Why ``debug=True`` cannot be served here, or None: code-server is installed already, or it
+    can be (a package index is reachable and the compilers its native modules need are here)."""
+    from seer.providers import code_server
+
+    tools = local_tools_dir()
+    if code_server.installed(str(tools)):
+        return None
+    offline = index_unreachable()
+    if offline:
+        return (
+            f"code-server {code_server.VERSION} is not installed in {tools} and no package index can be "
+            f"reached ({offline}); install it once where one can (scripts/code-server) or set debug to false"
+        )
+    why = code_server.build_problem()
+    if why:
+        return (
+            f"code-server {code_server.VERSION} is not installed in {tools}, and {why}; "
+            "install them or set debug to false"
+        )
+    return None
+
+
 def sandbox_dir(sandbox_id: str) -> Path:
     """Where a local sandbox keeps its state (for ``seer logs`` and tests)."""
     return SandboxDir(sandbox_id).dir
 
 
-__all__ = ["LocalMachine", "LocalOptions", "LocalProvider", "detect_gpus", "sandbox_dir"]
+__all__ = [
+    "LocalMachine",
+    "LocalOptions",
+    "LocalProvider",
+    "code_server_problem",
+    "detect_gpus",
+    "local_tools_dir",
+    "sandbox_dir",
+]
