@@ -138,7 +138,7 @@ def three_writers(session: Any, rounds: int, *, sandbox: Any) -> None:
         assert session.local_path is not None
         client_copy = nbformat.reads(Path(session.local_path).read_text(), as_version=4)
         for where, nb in (("the sandbox's .ipynb", on_disk), ("the client copy", client_copy)):
-            _check(where, nb, expected_code, expected_typed)
+            check_cells(where, nb, expected_code, expected_typed)
         # the browser's replica holds the same cells
         deadline = time.monotonic() + 30
         while browser.sources() != [c.source for c in on_disk.cells] and time.monotonic() < deadline:
@@ -150,7 +150,10 @@ def three_writers(session: Any, rounds: int, *, sandbox: Any) -> None:
             other.detach()
 
 
-def _check(where: str, nb: Any, expected_code: set[str], expected_typed: set[str]) -> None:
+def check_cells(where: str, nb: Any, expected_code: set[str], expected_typed: set[str]) -> None:
+    """``nb`` holds each expected code cell once, in execution order, with what it printed (its
+    source is ``print('<text>')``), and each expected markdown cell once; no cell is left marked
+    running."""
     code = [c for c in nb.cells if c.cell_type == "code"]
     typed = [c.source for c in nb.cells if c.cell_type == "markdown"]
     sources = [c.source for c in code]

@@ -1,12 +1,15 @@
 """Capabilities, not silence: what a provider cannot honour is refused before anything is made.
 
 ``RepoConfig.dockerfile`` needs a provider that builds images (``dockerfile_repos``: docker);
-``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: none of seer's own
-yet). Before, the local provider ignored a Dockerfile and ``debug=True`` started nothing, silently.
+``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: local and docker;
+ssh, runpod, modal and slurm refuse it). Before, the local provider ignored a Dockerfile and
+``debug=True`` started nothing, silently.
 The conformance suite checks the same of every provider that lacks either capability.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from seer import Sandbox, SandboxConfig
@@ -34,30 +37,37 @@ def test_local_refuses_a_repo_dockerfile_before_provisioning() -> None:
     assert running_local_sandboxes() == before
 
 
-def test_debug_is_refused_where_no_code_server_is_offered() -> None:
+@pytest.mark.parametrize("name", ["ssh", "runpod", "modal", "slurm"])
+def test_debug_is_refused_where_no_code_server_is_offered(name: str) -> None:
+    from seer import plugins
+
+    provider = plugins.providers()[name].cls
+    assert not provider.capabilities.code_server  # type: ignore[attr-defined]
+    problems = provider.check_config(SandboxConfig(debug=True, provider=name))  # type: ignore[attr-defined]
+    debug = [p.message for p in problems if p.field == "debug"]
+    assert len(debug) == 1 and "VS Code server" in debug[0] and "capability: code_server" in debug[0]
+
+
+def test_both_refusals_reported_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # local offers debug, but not where code-server is missing and cannot be installed (offline)
+    monkeypatch.setenv("SEER_TOOLS_DIR", str(tmp_path))
+    monkeypatch.setenv("SEER_OFFLINE", "1")
     before = running_local_sandboxes()
     with pytest.raises(ConfigError) as info:
-        Sandbox(SandboxConfig(debug=True, execution_mode="cli")).start()
-    assert info.value.fields == ["debug"]
-    assert "VS Code server" in str(info.value) and "capability: code_server" in str(info.value)
+        Sandbox(SandboxConfig(debug=True, repos=[DOCKERFILE_REPO], execution_mode="cli")).start()
+    assert info.value.fields == ["repos[0].dockerfile", "debug"]
     assert running_local_sandboxes() == before
 
 
-def test_both_refusals_reported_together() -> None:
-    with pytest.raises(ConfigError) as info:
-        SandboxConfig(debug=True, repos=[DOCKERFILE_REPO]).preflight(dotenv=None)
-    assert info.value.fields == ["repos[0].dockerfile", "debug"]
-
-
 @pytest.mark.e2e
-def test_docker_honours_dockerfiles_and_refuses_debug() -> None:
+def test_docker_honours_dockerfiles_and_debug() -> None:
     from seer_docker.provider import DockerProvider
 
     caps = DockerProvider.capabilities
-    assert caps.dockerfile_repos and not caps.code_server
+    assert caps.dockerfile_repos and caps.code_server
     config = SandboxConfig(debug=True, repos=[DOCKERFILE_REPO], provider="docker")
     fields = [p.field for p in DockerProvider.check_config(config)]
-    assert "debug" in fields and "repos[0].dockerfile" not in fields
+    assert "debug" not in fields and "repos[0].dockerfile" not in fields
 
 
 def test_capabilities_default_to_not_offered() -> None:

@@ -3,6 +3,7 @@ and the README's commands are the ones CI runs. (``nox -s docs`` builds the site
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import inspect
 import re
@@ -64,6 +65,65 @@ def test_every_hook_has_a_heading_in_plugins_doc() -> None:
     assert hooks, "no hook specs found"
     missing = sorted(hooks - headings)
     assert not missing, f"docs/plugins.md needs a '### <hook>' heading for: {', '.join(missing)}"
+
+
+def _documented_hooks() -> dict[str, ast.FunctionDef]:
+    """Each ``### <hook>`` section of docs/plugins.md: the ``def`` of that name in its first python
+    code block."""
+    text = (DOCS / "plugins.md").read_text()
+    found: dict[str, ast.FunctionDef] = {}
+    sections = re.split(r"^### ", text, flags=re.MULTILINE)[1:]
+    for section in sections:
+        name = section.split("\n", 1)[0].strip()
+        if not name.startswith("seer_"):
+            continue
+        block = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+        assert block, f"docs/plugins.md: the {name} section shows no python code block with its signature"
+        for node in ast.walk(ast.parse(block.group(1))):
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                found[name] = node
+    return found
+
+
+def test_every_hooks_documented_signature_is_its_spec() -> None:
+    """The signature each hook's section shows is the one in hookspecs.py: the same parameters in
+    the same order (pluggy calls hooks by those names), under ``@hookimpl``, and any annotation
+    shown the spec's own."""
+    from seer import hookspecs
+
+    specs = {
+        name: fn
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        if name.startswith("seer_") and hasattr(fn, "seer_spec")
+    }
+    documented = _documented_hooks()
+    assert set(documented) == set(specs), (
+        f"sections without a signature: {sorted(set(specs) - set(documented))}"
+    )
+    problems = []
+    for name, node in documented.items():
+        spec = inspect.signature(specs[name])
+        shown = [arg.arg for arg in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        if shown != list(spec.parameters):
+            problems.append(
+                f"{name}: docs show ({', '.join(shown)}), hookspecs.py has ({', '.join(spec.parameters)})"
+            )
+        if not any(ast.unparse(d) == "hookimpl" for d in node.decorator_list):
+            problems.append(f"{name}: the documented signature is not under @hookimpl")
+        source_params = {a.arg: a.annotation for a in node.args.args}
+        spec_source = inspect.getsource(specs[name])
+        spec_def = next(n for n in ast.walk(ast.parse(spec_source)) if isinstance(n, ast.FunctionDef))
+        spec_annotations = {a.arg: a.annotation for a in spec_def.args.args}
+        for param, annotation in source_params.items():
+            if annotation is not None and param in spec_annotations:
+                want = spec_annotations[param]
+                if want is None or ast.unparse(annotation) != ast.unparse(want):
+                    problems.append(f"{name}: {param} is shown as {ast.unparse(annotation)}")
+        if node.returns is not None and (
+            spec_def.returns is None or ast.unparse(node.returns) != ast.unparse(spec_def.returns)
+        ):
+            problems.append(f"{name}: the return is shown as {ast.unparse(node.returns)}")
+    assert not problems, "docs/plugins.md: " + "; ".join(problems)
 
 
 def test_readme_commands_are_what_ci_runs() -> None:
@@ -131,7 +191,9 @@ def test_api_reference_covers_the_public_modules() -> None:
     modules = set(_api_modules())
     wanted = {
         "seer.environment",
-        "seer.workspace",
+        "seer.workspace.workspace",
+        "seer.workspace.library",
+        "seer.workspace.skill",
         "seer.execution",
         "seer.config.schema",
         "seer.config.files",
@@ -146,7 +208,10 @@ def test_api_reference_covers_the_public_modules() -> None:
         "seer.rpc.client",
         "seer.expose.modes",
         "seer.providers.base",
-        "seer.providers.kit",
+        "seer.providers.kit.pump",
+        "seer.providers.kit.machine",
+        "seer.providers.kit.ledger",
+        "seer.providers.kit.gpus",
         "seer.testing.conformance",
         "seer.hookspecs",
         "seer.errors",

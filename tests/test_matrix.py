@@ -5,6 +5,7 @@ provider that loads another's plugins or fails alone."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -165,3 +166,41 @@ def test_list_and_unknown_provider() -> None:
     assert row["provider"] == "local" and row["runs"] == [["seer_core/tests/test_conformance_local.py"]]
     bad = subprocess.run([sys.executable, str(SCRIPT), "no-such"], capture_output=True, text=True)
     assert bad.returncode == 2 and "no provider named no-such" in bad.stderr and "local" in bad.stderr
+
+
+def test_quick_runs_each_providers_unit_tests_by_default(matrix: ModuleType) -> None:
+    """--quick runs a provider's own unit tests unless its table says otherwise: no session passes
+    having run nothing it could have run."""
+    by_name = {s.provider: s for s in matrix.sessions()}
+    for name in ("docker", "ssh", "runpod", "slurm", "modal"):
+        assert matrix.pytest_runs(by_name[name], quick=True) == [["-m", "unit", f"providers/{name}/tests"]]
+
+
+def test_the_summary_says_what_ran(matrix: ModuleType, tmp_path: Path) -> None:
+    """A session's last line is counted from pytest's report: a run that collected nothing (no
+    report, or one of zero tests) says so instead of "passed"."""
+    assert matrix.summary(matrix.count_outcomes(tmp_path / "absent.xml")) == "plugins loaded, no tests run"
+    empty = tmp_path / "empty.xml"
+    empty.write_text(
+        '<testsuites><testsuite name="pytest" tests="0" skipped="0" failures="0" errors="0"/></testsuites>'
+    )
+    assert matrix.summary(matrix.count_outcomes(empty)) == "plugins loaded, no tests run"
+    ran = tmp_path / "ran.xml"
+    ran.write_text(
+        '<testsuites><testsuite name="pytest" tests="12" skipped="3" failures="1" errors="0"/></testsuites>'
+    )
+    assert matrix.count_outcomes(ran) == {"passed": 8, "failed": 1, "skipped": 3}
+    assert matrix.summary(matrix.count_outcomes(ran)) == "8 passed, 1 failed, 3 skipped"
+
+
+@pytest.mark.e2e
+def test_quick_reports_the_tests_it_ran(tmp_path: Path) -> None:
+    """The real script on two providers: runpod has no unit tests and says so; ssh runs its unit
+    tests and reports how many passed."""
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "runpod", "ssh"], capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "    runpod: plugins loaded, no tests run in " in out.stdout
+    assert re.search(r"^    ssh: (\d+) passed", out.stdout, re.MULTILINE), out.stdout[-3000:]
+    assert ": passed in " not in out.stdout

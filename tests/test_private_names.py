@@ -208,7 +208,15 @@ def test_runtime_contract_names_every_client_side_module() -> None:
     core must be added there (or to the runtime's allowed leaf modules) to be covered."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     contract = next(c for c in config["contracts"] if c.get("id") == "runtime-standalone")
-    allowed = {"seer", "seer.runtime", "seer.errors", "seer.rpc", "seer.rpc.spec", "seer.rpc.wire"}
+    allowed = {
+        "seer",
+        "seer.runtime",
+        "seer.errors",
+        "seer.kernel_names",
+        "seer.rpc",
+        "seer.rpc.spec",
+        "seer.rpc.wire",
+    }
     forbidden = set(contract["forbidden_modules"])
     uncovered = []
     for module in Core().trees:
@@ -272,3 +280,78 @@ def test_the_seer_mcp_scan_finds_reach_ins() -> None:
         ),
     }
     assert {r.what for r in _mcp_reach_ins(trees)} == {"from seer_mcp.a import _helper", "entry._writer"}
+
+
+# --- no code in core sets another object's underscore attribute ----------------------------------
+#: ``(module, attribute)`` pairs still allowed, with why. Not core's objects: a third party's, which
+#: has no public way to say it.
+POKES_ALLOWED = {
+    # The hidden-model scrub: transformers keeps a model's hub id in these config attributes.
+    ("seer.runtime.loading", "_name_or_path"),
+    ("seer.runtime.loading", "_commit_hash"),
+    # A marker seer sets on IPython's shell so its output cap is installed once.
+    ("seer.runtime.kernel_output", "_seer_output_cap"),
+}
+
+
+def _pokes(tree: ast.AST) -> list[tuple[int, str, str]]:
+    """``(line, attribute, text)`` for each assignment (or ``del``, or ``setattr`` with a literal
+    name) to an underscore attribute of anything but ``self`` / ``cls``."""
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and _private(node.args[1].value)
+            and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"))
+        ):
+            found.append((node.lineno, node.args[1].value, ast.unparse(node)))
+        for target in targets:
+            for sub in ast.walk(target):
+                if not (isinstance(sub, ast.Attribute) and _private(sub.attr)):
+                    continue
+                if isinstance(sub.value, ast.Name) and sub.value.id in ("self", "cls"):
+                    continue
+                found.append((sub.lineno, sub.attr, ast.unparse(sub)))
+    return found
+
+
+def test_no_core_code_sets_another_objects_private_attribute() -> None:
+    """A ``Sandbox`` is rebuilt from its record through its constructor, never by setting its
+    privates from outside (``sandbox._machine = ...``); the same holds for every object in core."""
+    found = {
+        (module, attr): f"{module}:{line}: {text}"
+        for module, tree in Core().trees.items()
+        for line, attr, text in _pokes(tree)
+    }
+    unexpected = sorted(text for key, text in found.items() if key not in POKES_ALLOWED)
+    assert not unexpected, "set another object's private attribute (pass it in instead):\n" + "\n".join(
+        f"  {t}" for t in unexpected
+    )
+    stale = sorted(POKES_ALLOWED - set(found))
+    assert not stale, f"remove from POKES_ALLOWED, nothing sets these any more: {stale}"
+
+
+def test_the_poke_scan_finds_pokes() -> None:
+    source = (
+        "def f(sandbox, a):\n"
+        "    sandbox._machine = 1\n"
+        "    sandbox._env['x'] = 1\n"
+        "    a.b._c += 1\n"
+        "    del a._d\n"
+        "    setattr(sandbox, '_e', 1)\n"
+        "    self._own = 1\n"
+        "    cls._own = 1\n"
+        "    sandbox.public = 1\n"
+        "    sandbox.__dict__ = {}\n"
+    )
+    assert [attr for _, attr, _ in _pokes(ast.parse(source))] == ["_machine", "_env", "_c", "_d", "_e"]

@@ -240,3 +240,24 @@ def test_toy_sandbox_ends_when_its_starter_dies() -> None:
     wait_for(lambda: not live_processes(token), timeout=15, what="the half-made sandbox's processes to die")
     assert ToyProvider().attach(sandbox_id).status() is MachineStatus.LOST
     assert LEDGER.read(sandbox_id)["starter"] is None  # type: ignore[index]
+
+
+# --- Docker's multiplexed stream -------------------------------------------------------------
+def _frame(stream: int, payload: bytes) -> bytes:
+    return bytes([stream, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+
+def test_stream_frames_reassemble_chunks_split_anywhere() -> None:
+    """Frames arriving in chunks of any size (one byte at a time, split inside a header) come out
+    whole and in order; empty frames are dropped; a partial frame waits."""
+    wire = _frame(1, b"out-1") + _frame(2, b"err") + _frame(1, b"") + _frame(1, b"out-2" * 1000)
+    for step in (1, 3, 7, 8, 9, len(wire)):
+        seen: list[tuple[int, bytes]] = []
+        frames = kit.StreamFrames(lambda stream, data, seen=seen: seen.append((stream, data)))
+        for at in range(0, len(wire), step):
+            frames.feed(wire[at : at + step])
+        assert seen == [(1, b"out-1"), (2, b"err"), (1, b"out-2" * 1000)], step
+        assert frames.pending == 0
+    half = kit.StreamFrames(lambda stream, data: pytest.fail("a partial frame was delivered"))
+    half.feed(_frame(2, b"abcdef")[:-2])
+    assert half.pending == 12

@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seer import Sandbox, cli
+from seer import Sandbox, cli, plugins
 from seer.errors import InvalidSandboxIdError, SandboxNotFoundError
-from seer.ids import check_sandbox_id, sandbox_id_providers
+from seer.ids import check_sandbox_id
+from seer.preflight import sandbox_id_providers
 from seer.providers import procs
 from seer.providers.local.provider import LocalProvider
 from seer.state import seer_home
@@ -156,12 +157,13 @@ def test_a_planted_record_in_seer_home_cannot_name_other_processes(run, victim) 
 
 @pytest.mark.unit
 def test_the_helper_knows_each_providers_exact_format() -> None:
-    assert check_sandbox_id("local-0a1b2c3d4e", "local") == "local-0a1b2c3d4e"
+    local = plugins.get_provider_class("local")
+    assert check_sandbox_id("local-0a1b2c3d4e", local) == "local-0a1b2c3d4e"
     assert "local" in sandbox_id_providers("local-0a1b2c3d4e")
     bad = ["../x", "local-0a1b2c3d4e/..", "local-0A1B2C3D4E", "local-0a1b", "-rf", "", " local-0a1b2c3d4e"]
     for sandbox_id in [*bad, None, 7]:
         with pytest.raises(InvalidSandboxIdError) as info:
-            check_sandbox_id(sandbox_id, "local", argument="ID")
+            check_sandbox_id(sandbox_id, local, argument="ID")
         assert info.value.fields == ["ID"]
         with pytest.raises(SandboxNotFoundError):  # the errors callers already handle
             sandbox_id_providers(sandbox_id)

@@ -110,6 +110,24 @@ def test_generated_tables_are_the_codes(installed: str) -> None:
     assert f"version {seer.__version__}" in installed
 
 
+def test_every_installed_provider_s_options_are_in_the_skill(installed: str) -> None:
+    from seer import plugins
+
+    documented = 0
+    for name, registration in plugins.providers().items():
+        model = registration.cls.options_model
+        if model is None:
+            continue
+        section = installed.split(f'`provider="{name}"`:', 1)[1].split("`provider=", 1)[0]
+        for field in model.model_fields:
+            assert f"| `{field}` |" in section, f"{name}'s option {field} is not in the skill"
+        documented += 1
+    assert documented >= 1
+    # the essentials a new user needs, in the prose as well as the tables
+    for essential in ("`image`", "`pull=False`", "`model_cache`", "hidden-model cache rule"):
+        assert essential in installed, essential
+
+
 def _tool_schemas() -> dict[str, dict[str, Any]]:
     """Every tool of seer's MCP servers: its input schema."""
     from seer_mcp.notebook import build_server as notebook_server

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from seer import SandboxConfig, plugins
 from seer.errors import ConfigError, UnknownPluginError
+from seer.preflight import preflight
 from seer.testing import ProviderConformance
 
 pytestmark = pytest.mark.e2e
@@ -76,9 +77,10 @@ def test_unknown_provider_lists_installed_names() -> None:
     assert "installed: " in str(info.value)
     assert {"local", "toy"} <= set(info.value.known)
     assert "local" in str(info.value) and "toy" in str(info.value)
-    # a config naming it fails when built, with the same list
-    with pytest.raises((ConfigError, UnknownPluginError)) as config_info:
-        SandboxConfig(provider="no-such-provider")
+    # a config naming it fails at preflight (before anything is made), with the same list
+    with pytest.raises(ConfigError) as config_info:
+        preflight(SandboxConfig(provider="no-such-provider"))
+    assert config_info.value.fields == ["provider"]
     assert "local" in str(config_info.value) and "toy" in str(config_info.value)
 
 

@@ -77,8 +77,63 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path != ROOT else "."
 
 
+#: The released distributions, written out: the globs above find what is on disk, this says what
+#: must be, so a member that goes missing (or one added without a decision) fails here.
+RELEASED = {
+    "seer-core": "seer_core",
+    "seer-docker": "providers/docker",
+    "seer-ssh": "providers/ssh",
+    "seer-runpod": "providers/runpod",
+    "seer-slurm": "providers/slurm",
+    "seer-modal": "providers/modal",
+    "seer-mcp": "plugins/mcp",
+    "seer-openai": "plugins/openai",
+    "seer-claude": "plugins/claude",
+    "seer-toolkit": "contrib/toolkit",
+}
+#: The meta-package's extras and what each pulls, written out: a typo in pyproject.toml's name of
+#: an extra or of the member it pulls fails here (not only checks derived from the same table).
+META_EXTRAS = {
+    "models": "seer-core[models]",
+    "notebook": "seer-core[notebook]",
+    "docker": "seer-docker",
+    "ssh": "seer-ssh",
+    "runpod": "seer-runpod",
+    "slurm": "seer-slurm",
+    "modal": "seer-modal",
+    "mcp": "seer-mcp",
+    "openai": "seer-openai",
+    "claude": "seer-claude",
+    "toolkit": "seer-toolkit",
+}
+#: seer-core's own extras.
+CORE_EXTRAS = {"models", "notebook", "notebook-client", "testing"}
+
+
 def test_the_workspace_has_core() -> None:
     assert ROOT / "seer_core" in MEMBERS
+
+
+def test_the_released_members_are_the_ones_written_here() -> None:
+    found = {p["name"]: _rel(d) for d, p in MEMBER_PROJECTS.items()}
+    assert found == RELEASED
+
+
+def test_the_meta_package_extras_are_the_ones_written_here() -> None:
+    extras = ROOT_PROJECT["project"]["optional-dependencies"]
+    found = {}
+    for extra, reqs in extras.items():
+        assert len(reqs) == 1, f"extra {extra!r} pulls {reqs}: one member each"
+        req = Requirement(reqs[0])
+        found[extra] = req.name + (f"[{','.join(sorted(req.extras))}]" if req.extras else "")
+    assert found == META_EXTRAS
+    assert set(META_EXTRAS.values()) - {"seer-core[models]", "seer-core[notebook]"} == set(RELEASED) - {
+        "seer-core"
+    }
+
+
+def test_core_extras_are_the_ones_written_here() -> None:
+    assert set(MEMBER_PROJECTS[ROOT / "seer_core"]["optional-dependencies"]) == CORE_EXTRAS
 
 
 def test_every_member_found_is_in_the_workspace() -> None:
@@ -191,7 +246,7 @@ NOT_SELF_SUFFICIENT = {
 }
 
 
-@pytest.mark.parametrize("extra", sorted(ROOT_PROJECT["project"]["optional-dependencies"]))
+@pytest.mark.parametrize("extra", sorted(META_EXTRAS))  # the literal list: a dropped extra fails too
 def test_each_extra_brings_the_client_side_packages(extra: str) -> None:
     # `pip install "seer[modal]"` alone must run a Modal sandbox's notebook flow: every package
     # the client side imports lazily (seer.extras.CLIENT_PACKAGES) comes with it.

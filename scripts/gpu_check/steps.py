@@ -74,6 +74,7 @@ def gpu_type(report: Report, ctx: Context) -> None:
     from seer import SandboxConfig
     from seer.config import GPU_CATALOGUE
     from seer.errors import ConfigError
+    from seer.preflight import preflight
     from seer.providers.kit import detect_gpus, gpu_matches
 
     name = "gpu type: another card refused, the matching type accepted"
@@ -99,7 +100,7 @@ def gpu_type(report: Report, ctx: Context) -> None:
             check(matching, f"the card {card!r} matches no type in seer's GPU catalogue")
             other = next(k for k in ("A100", "H100", "L4") if not gpu_matches(k, card))
             try:
-                SandboxConfig(gpu=other).preflight()
+                preflight(SandboxConfig(gpu=other))
             except ConfigError as exc:
                 text = str(exc)
                 check("gpu" in exc.fields, f"refused, but not for gpu: {text}")
@@ -112,7 +113,7 @@ def gpu_type(report: Report, ctx: Context) -> None:
                 check(False, f"gpu={other!r} was accepted on a machine with {card!r}")
             seer = Timer()
             with seer:
-                SandboxConfig(gpu=matching[0]).preflight()
+                preflight(SandboxConfig(gpu=matching[0]))
             row.seer_s = seer.seconds
             row.notes.append(f"gpu={matching[0]!r} accepted on {card!r}")
             if ctx.gpu:

@@ -9,6 +9,7 @@ import pytest
 from seer import ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, SandboxConfig
 from seer.config import GPU_CATALOGUE
 from seer.config.secrets import read_dotenv, resolve_secrets
+from seer.preflight import preflight
 
 pytestmark = pytest.mark.unit
 
@@ -187,7 +188,7 @@ def test_local_files_and_dirs_as_pairs_or_mappings(tmp_path: Path) -> None:
 
 
 def test_a_cpu_config_passes_preflight_on_the_local_provider() -> None:
-    assert SandboxConfig(python_packages=["numpy"], env={"A": "1"}).preflight() == {}
+    assert preflight(SandboxConfig(python_packages=["numpy"], env={"A": "1"})).secrets == {}
 
 
 # --- secrets --------------------------------------------------------------------------------
@@ -199,7 +200,11 @@ def test_secrets_resolved_from_env_and_dotenv_env_wins(
     monkeypatch.setenv("BOTH", "env-wins")
     monkeypatch.delenv("FROM_FILE", raising=False)
     config = SandboxConfig(secrets=["FROM_ENV", "FROM_FILE", "BOTH"])
-    assert config.preflight() == {"FROM_ENV": "env-value", "FROM_FILE": "file-value", "BOTH": "env-wins"}
+    assert preflight(config).secrets == {
+        "FROM_ENV": "env-value",
+        "FROM_FILE": "file-value",
+        "BOTH": "env-wins",
+    }
 
 
 def test_secrets_from_another_dotenv_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

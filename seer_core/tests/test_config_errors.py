@@ -1,8 +1,9 @@
 """Bad configs fail early and clearly: a table of malformed configs, each of which must
 
 * raise :class:`seer.errors.ConfigError` at the stage it names: ``build`` (constructing the
-  ``SandboxConfig`` or loading the YAML file) or ``start`` (``Sandbox(config).start()``'s preflight,
-  for what only the provider or this machine can tell);
+  ``SandboxConfig`` or loading the YAML file: shape and values, no plugin loaded) or ``start``
+  (``Sandbox(config).start()``'s preflight, for what only the installed plugins, the provider or
+  this machine can tell: provider, execution mode and GPU names, options, secrets);
 * name the field at fault by its full path (``models[1].base_model``, ``secrets[0]``, ...), in
   ``.fields`` and in the message, with a message that says what is wrong;
 * never show a secret's value;
@@ -22,6 +23,7 @@ import pytest
 from seer import ConfigError, Sandbox, SandboxConfig, load_config, plugins
 from seer.config import GPU_CATALOGUE, ModelConfig
 from seer.errors import MissingSecretError
+from seer.preflight import preflight
 from seer.providers.local import provider as local_provider
 from seer.providers.local.provider import LocalProvider
 
@@ -64,7 +66,14 @@ CASES = [
     Case("install-a-number", {"repos": [{"url": "org/r", "install": 3}]}, "repos[0].install", "true/false"),
     Case("local-files-not-a-pair", {"local_files": ["./data.txt"]}, "local_files[0]", "valid tuple"),
     Case("provider-options-a-list", {"provider_options": ["x"]}, "provider_options", "valid dictionary"),
-    Case("execution-mode-unknown", {"execution_mode": "jupyter"}, "execution_mode", "'notebook', 'cli'"),
+    Case(
+        "execution-mode-unknown",
+        {"execution_mode": "jupyter"},
+        "execution_mode",
+        "registered modes: 'notebook', 'cli'",
+        stage="start",
+    ),
+    Case("execution-mode-blank", {"execution_mode": " "}, "execution_mode", "'notebook', 'cli'"),
     # --- unknown fields -------------------------------------------------------------------
     Case("unknown-top-level", {"gpu_type": "A100"}, "gpu_type", "did you mean 'gpu'?"),
     Case("unknown-top-level-typo", {"python_packges": ["torch"]}, "python_packges", "'python_packages'"),
@@ -91,7 +100,13 @@ CASES = [
         "gpu.memory_gb",
         "unknown field in the Stage-1 'gpu' block; it may hold gpu.gpu_type, gpu.gpu_count",
     ),
-    Case("yaml-stage1-gpu-type-unknown", "gpu:\n  gpu_type: V100\n", "gpu.gpu_type", "unknown GPU 'V100'"),
+    Case(
+        "yaml-stage1-gpu-type-unknown",
+        "gpu:\n  gpu_type: V100\n",
+        "gpu.gpu_type",
+        "seer.yaml:2: gpu.gpu_type: unknown GPU 'V100'",
+        stage="start",
+    ),
     Case(
         "yaml-stage1-image-base-image",
         "image:\n  python_packages: [numpy]\n  base_image: python:3.11\n",
@@ -135,10 +150,17 @@ CASES = [
         "neither a Hugging Face repo id",
     ),
     # --- GPUs -----------------------------------------------------------------------------
-    Case("gpu-wrong-case", {"gpu": "a100-80gb"}, "gpu", "did you mean 'A100-80GB'?"),
-    Case("gpu-with-space", {"gpu": "a100 80GB"}, "gpu", "did you mean 'A100-80GB'?"),
-    Case("gpu-unknown", {"gpu": "V100"}, "gpu", "unknown GPU 'V100'; valid: A100, "),
+    Case("gpu-wrong-case", {"gpu": "a100-80gb"}, "gpu", "did you mean 'A100-80GB'?", stage="start"),
+    Case("gpu-with-space", {"gpu": "a100 80GB"}, "gpu", "did you mean 'A100-80GB'?", stage="start"),
+    Case("gpu-unknown", {"gpu": "V100"}, "gpu", "unknown GPU 'V100'; valid: A100, ", stage="start"),
     Case("yaml-gpu-none-string", "gpu: none\n", "gpu", "write null in YAML"),
+    Case(
+        "yaml-provider-unknown-names-its-line",
+        "timeout: 60\nprovider: nope\n",
+        "provider",
+        "seer.yaml:2: provider: no provider named 'nope'",
+        stage="start",
+    ),
     Case("gpu-count-without-gpu", {"gpu_count": 2}, "gpu_count", "needs a GPU type"),
     Case("gpu-count-zero", {"gpu": "A100", "gpu_count": 0}, "gpu_count", "greater than or equal to 1"),
     Case("gpu-count-too-many", {"gpu": "A100", "gpu_count": 17}, "gpu_count", "less than or equal to 16"),
@@ -426,8 +448,17 @@ CASES = [
         stage="start",
     ),
     # --- provider -------------------------------------------------------------------------
-    Case("provider-unknown", {"provider": "nope"}, "provider", "'nope'; installed: "),
-    Case("provider-modal-not-installed", {"provider": "modal"}, "provider", 'pip install "seer[modal]>=0.2"'),
+    Case("provider-unknown", {"provider": "nope"}, "provider", "'nope'; installed: ", stage="start"),
+    # Whatever is installed here: the test disables seer-modal's plugin for this case.
+    Case(
+        "provider-modal-not-installed",
+        {"provider": "modal"},
+        "provider",
+        'pip install "seer[modal]>=0.2"',
+        stage="start",
+        environ={"SEER_DISABLE_PLUGINS": "modal"},
+    ),
+    Case("provider-blank", {"provider": " "}, "provider", "not a provider name"),
     Case(
         "provider-from-env-unknown",
         {},
@@ -533,11 +564,18 @@ def test_bad_config_fails_early_naming_the_field(
 ) -> None:
     for name, value in case.environ.items():
         monkeypatch.setenv(name, value)
-    if "modal" in case.id and "modal" in plugins.providers():
-        pytest.skip("seer-modal is installed here")
     before = _state(seer_home)
 
-    stage, err = _attempt(case, workdir)
+    reload = any(name.startswith("SEER_") and "PLUGINS" in name for name in case.environ)
+    if reload:  # the plugins this case runs with
+        plugins.reset()
+    try:
+        stage, err = _attempt(case, workdir)
+    finally:
+        if reload:
+            for name in case.environ:
+                monkeypatch.delenv(name, raising=False)
+            plugins.reset()
 
     assert _state(seer_home) == before, "a failed config must not create anything"
     assert stage == case.stage, f"failed at {stage}, expected at {case.stage}: {err}"
@@ -561,7 +599,7 @@ def test_every_problem_is_reported_at_once(workdir: Path) -> None:
     with pytest.raises(ConfigError) as info:
         SandboxConfig(
             timeout=0,
-            gpu="V100",
+            gpu="cpu",
             secrets=["OK", "1BAD"],
             models=[{"name": "a/b", "is_peft": True}],
             python_packages=["torch", "--pre"],
@@ -580,7 +618,7 @@ def test_every_problem_is_reported_at_once(workdir: Path) -> None:
 
 def test_unknown_gpu_lists_every_valid_name(workdir: Path) -> None:
     with pytest.raises(ConfigError) as info:
-        SandboxConfig(gpu="Z100")  # no installed provider offers it (Modal offers B200)
+        preflight(SandboxConfig(gpu="Z100"))  # no installed provider offers it (Modal offers B200)
     for name in GPU_CATALOGUE:
         assert name in str(info.value)
     assert "did you mean" not in str(info.value)
@@ -602,7 +640,7 @@ def test_local_gpu_of_the_wrong_kind_names_what_the_machine_has(
 def test_missing_secret_is_a_missing_secret_error_naming_only_the_missing_one(workdir: Path) -> None:
     config = SandboxConfig(secrets=["SEER_TEST_SECRET", "SEER_TEST_DOTENV_SECRET", "SEER_TEST_MISSING"])
     with pytest.raises(MissingSecretError) as info:
-        config.preflight()
+        preflight(config)
     assert info.value.fields == ["secrets[2]"]
     assert "SEER_TEST_SECRET'" not in str(info.value)
     assert SECRET_VALUE not in str(info.value) and DOTENV_SECRET_VALUE not in str(info.value)

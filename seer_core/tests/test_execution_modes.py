@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from seer import ExecutionMode, Sandbox, SandboxConfig, load_config, plugins
 from seer.errors import ConfigError
+from seer.preflight import preflight
 from test_plugins import make_distribution
 
 pytestmark = pytest.mark.unit
@@ -61,14 +62,17 @@ def test_third_party_mode_selected_from_a_yaml_config(marker_mode: Path, tmp_pat
 
 
 def test_mode_names_are_matched_case_insensitively(marker_mode: Path) -> None:
-    assert SandboxConfig(execution_mode="MARKER").execution_mode == "marker"
+    config = SandboxConfig(execution_mode="MARKER")  # a plugin's mode: resolved at preflight
+    assert config.execution_mode == "MARKER"
+    assert preflight(config).config.execution_mode == "marker"
 
 
 def test_unknown_mode_lists_registered_ones_including_plugins(marker_mode: Path, tmp_path: Path) -> None:
     path = tmp_path / "experiment.yaml"
     path.write_text("execution_mode: jupyter\n")
+    config = load_config(path)  # a value: whether a plugin registers it is the preflight's question
     with pytest.raises(ConfigError) as info:
-        load_config(path)
+        preflight(config)
     assert info.value.fields == ["execution_mode"]
     message = str(info.value)
     assert "unknown execution mode 'jupyter'" in message
@@ -80,10 +84,10 @@ def test_unknown_mode_says_which_extra_installs_a_known_one(monkeypatch: pytest.
     monkeypatch.setitem(plugins.KNOWN_EXTRAS, "gpu-shell", "seer[gpu-shell]")
     monkeypatch.setitem(plugins.KNOWN_KINDS, "gpu-shell", "execution mode")
     with pytest.raises(ConfigError, match=r'pip install "seer\[gpu-shell\]>=0\.2"'):
-        SandboxConfig(execution_mode="gpu-shell")
+        preflight(SandboxConfig(execution_mode="gpu-shell"))
     # a known name of another kind (mcp is an expose mode) gets no misleading hint
     with pytest.raises(ConfigError) as info:
-        SandboxConfig(execution_mode="mcp")
+        preflight(SandboxConfig(execution_mode="mcp"))
     assert "pip install" not in str(info.value)
 
 

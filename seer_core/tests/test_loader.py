@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from seer import ConfigError, ExecutionMode, ExperimentConfig, ModelConfig, RepoConfig, Sandbox, load_config
+from seer.preflight import preflight
 from seer.providers.local import provider as local_provider
 from seer.providers.local.env import unsatisfied
 
@@ -180,7 +181,7 @@ def test_each_of_several_problems_has_its_own_line(tmp_path: Path) -> None:
     path = write(
         tmp_path / "many.yaml",
         """
-        gpu: V100
+        gpu: cpu
         timeout: soon
         secrets:
           - HF_TOKEN
@@ -451,7 +452,7 @@ def test_example_experiment_needs_a_gpu_on_the_local_provider(monkeypatch: pytes
     monkeypatch.setenv("HF_TOKEN", "hf_dummy")
     config = load_config(EXAMPLES / "experiment.yaml")
     with pytest.raises(ConfigError) as info:
-        config.preflight(dotenv=None)
+        preflight(config, dotenv=None)
     assert info.value.fields == ["gpu"]
     assert "hf_dummy" not in str(info.value)
 
@@ -464,7 +465,7 @@ def test_example_quickstart_yaml() -> None:
     assert config.models == []
     assert config.python_packages and unsatisfied(config.python_packages) == []  # nothing to download
     assert config.timeout <= 3600
-    assert config.preflight(dotenv=None) == {}
+    assert preflight(config, dotenv=None).secrets == {}
 
 
 @pytest.mark.e2e

@@ -15,6 +15,7 @@ import pytest
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError
 from seer.execution import create_notebook_session
+from seer.preflight import preflight
 from seer.providers.base import MachineSpec
 from seer.providers.local.provider import LocalProvider, sandbox_dir
 from seer.state import seer_home
@@ -119,7 +120,7 @@ def test_system_python_starts_a_sandbox_on_this_python(tmp_path: Path) -> None:
 
 def test_an_unknown_local_option_is_named() -> None:
     with pytest.raises(ConfigError) as info:
-        SandboxConfig(provider_options={"pyhton": "system"}).preflight()
+        preflight(SandboxConfig(provider_options={"pyhton": "system"}))
     assert info.value.fields == ["provider_options.pyhton"]
 
 
@@ -173,5 +174,5 @@ def test_a_configured_interpreter_without_seer_is_refused_naming_it() -> None:
 )
 def test_a_configured_interpreter_must_be_an_executable_path(value: str, says: str) -> None:
     with pytest.raises(ConfigError) as info:
-        SandboxConfig(provider_options={"python": value}).preflight()
+        preflight(SandboxConfig(provider_options={"python": value}))
     assert info.value.fields == ["provider_options.python"] and says in str(info.value)

@@ -611,20 +611,15 @@ class _KilledFetchMachine:
 def test_a_killed_fetcher_names_the_signal_and_the_sandboxs_state(status: str) -> None:
     # A fetcher killed along with its container (removed meanwhile) must read differently from one
     # killed in a sandbox that still runs: the error said only "exited 137".
-    from types import SimpleNamespace
-
     from seer.errors import SandboxError
     from seer.progress import Progress
     from seer.providers.base import MachineStatus
     from seer.sandbox.model_cache import _run_fetcher
 
-    sandbox = SimpleNamespace(
-        config=SimpleNamespace(models=[ModelConfig(name=MODEL_ID)]),
-        machine=_KilledFetchMachine(MachineStatus(status)),
-        env={},
-    )
+    machine = _KilledFetchMachine(MachineStatus(status))
+    models = [ModelConfig(name=MODEL_ID)]
     with pytest.raises(SandboxError) as info:
-        _run_fetcher(sandbox, {"models": []}, "/cache", Progress(enabled=False))  # type: ignore[arg-type]
+        _run_fetcher(machine, models, {"models": []}, "/cache", Progress(enabled=False))  # type: ignore[arg-type]
     assert str(info.value).startswith(
         f"the model fetcher left no result: it exited 137 (SIGKILL); the sandbox is {status}"
     )

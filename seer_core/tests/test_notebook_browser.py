@@ -11,15 +11,15 @@ installs the browser; ``.ci/run`` calls it). The screenshot is kept as a test ar
 from __future__ import annotations
 
 import os
-import shutil
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _browser import browser as _browser
+from _browser import until as _until
 from seer import Sandbox, SandboxConfig
 from seer.execution import create_notebook_session
 from seer.notebook import JupyterClient, NotebookSession
@@ -28,41 +28,6 @@ pytest.importorskip("jupyter_server_ydoc")
 pytest.importorskip("websocket")
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
-
-#: How long the browser may take to show something (JupyterLab's first load on a loaded machine).
-SLOW = 120.0
-
-
-def _browser() -> Any:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    if not chromium or not driver:
-        pytest.skip("no chromium and chromium-driver here (scripts/browser installs them, as root)")
-    selenium = pytest.importorskip("selenium", reason="selenium is not installed (the dev group has it)")
-    del selenium
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not look for drivers online
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(driver), options=options)
-
-
-def _until(what: str, check: Callable[[], Any], timeout: float = SLOW) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            got = check()
-        except Exception:  # the page is still changing under us
-            got = None
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"the browser never showed {what} within {timeout:g}s")
-        time.sleep(0.25)
 
 
 @pytest.fixture(scope="module")

@@ -193,6 +193,52 @@ def test_a_copy_never_silently_replaces_a_different_client_file(tmp_path: Path) 
 
 
 @pytest.mark.unit
+def test_a_client_copy_ahead_of_the_sandbox_copy_is_left_alone(tmp_path: Path) -> None:
+    """A live mirror written after the sandbox last saved holds the sandbox's cells and more: it
+    is left as it is and nothing is written beside it (a teardown under a busy writer wrote the
+    older notebook beside it as ``.sandbox.ipynb``). A client copy that lacks one of the sandbox's
+    cells still gets the sandbox's written beside it."""
+    from seer.outputs import keep_tree
+
+    root, dest = tmp_path / "sandbox", tmp_path / "client"
+    (root / "notebooks").mkdir(parents=True)
+    dest.mkdir()
+    (root / "notebooks" / "ahead.ipynb").write_text(json.dumps(json.loads(_nb(["a", "b"])), indent=1))
+    (dest / "ahead.ipynb").write_text(_nb(["a", "b", "c"]))
+    (root / "notebooks" / "apart.ipynb").write_text(_nb(["a", "x"]))
+    (dest / "apart.ipynb").write_text(_nb(["a", "b", "c"]))
+
+    kept = keep_tree(root, dest)
+
+    assert (dest / "ahead.ipynb").read_text() == _nb(["a", "b", "c"])
+    assert dest / "ahead.ipynb" in kept.unchanged
+    assert sorted(p.name for p in kept.beside) == ["apart.sandbox.ipynb"]
+    assert (dest / "apart.sandbox.ipynb").read_text() == _nb(["a", "x"])
+
+
+@pytest.mark.unit
+def test_a_notebook_caught_mid_save_is_kept_as_jupyter_last_saved_it(tmp_path: Path) -> None:
+    """Jupyter's server saves a notebook by copying it to ``.~<name>``, writing ``<name>`` in
+    place, then deleting the copy: a teardown copy that caught ``<name>`` half-written (empty, or
+    cut off) keeps the whole notebook from ``.~<name>``, never the torn one."""
+    from seer.outputs import keep_tree
+
+    root, dest = tmp_path / "sandbox", tmp_path / "client"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / ".~torn.ipynb").write_text(_nb(["a", "b"]))
+    (root / "notebooks" / "torn.ipynb").write_text(_nb(["a", "b", "c"])[:20])
+    (root / "notebooks" / ".~empty.ipynb").write_text(_nb(["x"]))
+    (root / "notebooks" / "empty.ipynb").write_text("")
+
+    kept = keep_tree(root, dest)
+
+    assert (dest / "torn.ipynb").read_text() == _nb(["a", "b"])
+    assert (dest / "empty.ipynb").read_text() == _nb(["x"])
+    assert sorted(p.name for p in dest.iterdir()) == ["empty.ipynb", "torn.ipynb"]
+    assert not kept.beside
+
+
+@pytest.mark.unit
 def test_a_notebook_saved_with_lines_is_the_same_as_the_client_copy_with_strings(tmp_path: Path) -> None:
     """The Jupyter server saves a live document's text as lists of lines; the client copy holds the
     same text as strings. The same notebook, so it is brought up to date, not written beside."""

@@ -6,6 +6,7 @@ timeout with no client is removed by the engine with its files: see docs/docker.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,45 @@ def test_seer_down_copies_them_to_where_the_sandbox_started(
     assert (down.returncode, down.stdout) == (0, f"{sandbox.sandbox_id}: terminated\n"), down.stderr
     assert f"kept in {folder}" in down.stderr
     _assert_kept(folder)
+
+
+def test_the_folders_teardown_copies_are_found_without_a_process(docker_engine: Any) -> None:
+    """``existing_dirs`` asks the engine's archive stat: a folder, a file, nothing; and a container
+    gone meanwhile is an error, never "no folder" (teardown would then delete without a copy)."""
+    from seer.errors import SandboxNotRunningError
+
+    sandbox = Sandbox(docker_config()).start(quiet=True)
+    try:
+        machine = sandbox.machine
+        container = docker_engine.containers.get(sandbox.sandbox_id)
+
+        def execs_during(work: Any) -> tuple[Any, int]:
+            time.sleep(1.1)  # events carry whole seconds: the window opens after what came before
+            start = int(time.time())
+            out = work()
+            time.sleep(1.1)  # and closes after the call
+            events = docker_engine.events(
+                since=start,
+                until=int(time.time()),
+                filters={"type": "container", "container": container.id},
+                decode=True,
+            )
+            return out, sum(1 for e in events if str(e.get("Action", "")).startswith("exec_create"))
+
+        sandbox.write_file("outputs/a.txt", "a")
+        links = "mkdir -p elsewhere && ln -s elsewhere linked && ln -s outputs/a.txt filelink"
+        sandbox.exec(links, check=True)
+        _, made = execs_during(lambda: sandbox.exec("true"))
+        assert made >= 1  # the count sees an exec when there is one
+        paths = [machine.resolve(p) for p in ("outputs", "outputs/a.txt", "notebooks")]
+        found, made = execs_during(lambda: machine.existing_dirs(paths))
+        assert found == {machine.resolve("outputs")}
+        assert made == 0
+        # a link to a folder counts as the folder (the shell's test, for that path alone)
+        linked = [machine.resolve(p) for p in ("linked", "filelink")]
+        assert machine.existing_dirs(linked) == {machine.resolve("linked")}
+        container.remove(force=True)
+        with pytest.raises(SandboxNotRunningError):
+            machine.existing_dirs(paths)
+    finally:
+        sandbox.terminate(force=True)

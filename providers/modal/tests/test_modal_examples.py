@@ -2,9 +2,12 @@
 
 Seed 004's notebook flow (a setup script prints JSON and exits; the agent attaches to the session
 it names) and seed 002's interface served in all four expose modes, each on the default path and
-on the GPU-request path (the SDK's older create calls; the fake runs it on CPU). The scripts are
-the seeds' but for ``provider="modal"`` and what this machine needs: the tiny model served by a
-hub-compatible server on 127.0.0.1, torch from the local CPU wheel, packages from local mirrors.
+on the GPU-request path (the SDK's older create calls; the fake runs it on CPU). After the
+notebook flow's setup script, the agent's MCP server attaches as the seed says and writes the
+notebook too, and ``seer down`` keeps every writer's cell (``tests/_seed_notebook.py``). The
+scripts are the seeds' but for ``provider="modal"`` and what this machine needs: the tiny model
+served by a hub-compatible server on 127.0.0.1, torch from the local CPU wheel, packages from
+local mirrors.
 
 Every sandbox here uses the same image (the notebook mode's packages are the scoped sandboxes'
 too), so only the module's first start may build layers (none when an earlier fake on the engine
@@ -29,6 +32,7 @@ from typing import Any
 import pytest
 from _modal_kit import PIP_OPTIONS, modal_config
 from _model_kit import MODEL_ID, tiny_dirs
+from _seed_notebook import agent_then_teardown_keeps_every_cell
 from seer.notebook.server import NotebookMode
 from seer_modal.testing import FakeModal
 from test_scoped import SEED_INTERFACE
@@ -140,6 +144,8 @@ def test_seed_notebook_flow(
         assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
         where = session.exec("import os; print(os.environ['SEER_SANDBOX_ID'])")
         assert where.stdout.strip() == f"modal-{started[0]}", "the kernel runs in the sandbox"
+        # the agent's MCP server writes the same notebook; seer down keeps every cell
+        agent_then_teardown_keeps_every_cell(printed, f"modal-{started[0]}", session)
         _check_cached(fake_modal, hub, starts, (layers, downloaded))
         starts.append(f"notebook-{path}")
     finally:

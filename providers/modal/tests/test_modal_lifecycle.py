@@ -136,3 +136,27 @@ def test_gpu_modal_lacks_refused_before_anything(fake_modal: FakeModal) -> None:
 def test_timeout_past_modals_limit_refused_before_anything(fake_modal: FakeModal) -> None:
     err = _refused(fake_modal, modal_config(timeout=24 * 3600 + 1))
     assert err.fields == ["timeout"] and "86400" in str(err)
+
+
+def test_a_start_reuses_what_it_resolved_and_resolves_again_what_modal_lost(fake_modal: FakeModal) -> None:
+    """A second start in one process makes one call (SandboxCreate: no ImageFromId, no
+    VolumeGetOrCreate); a teardown with nothing to copy asks two (the listing, stdout only) and
+    terminates. When Modal no longer has the volume the process resolved, the start looks it up
+    again instead of failing."""
+    Sandbox(modal_config(), progress=False).start(name="first").terminate()
+
+    before = len(fake_modal.calls)
+    sandbox = Sandbox(modal_config(), progress=False).start(name="second")
+    started = len(fake_modal.calls)
+    sandbox.terminate()
+    assert [str(c) for c in fake_modal.calls[before:started]] == ["SandboxCreateV2"]
+    teardown = [str(c) for c in fake_modal.calls[started:]]
+    assert teardown == ["TaskExecStart", "TaskExecStdioRead", "SandboxTerminateV2"], teardown
+
+    fake_modal.state.volumes.clear()  # Modal lost the model volume this process resolved
+    before = len(fake_modal.calls)
+    with Sandbox(modal_config(), progress=False).start(name="third") as sandbox:
+        assert sandbox.exec("echo ok").stdout == "ok\n"
+    calls = [str(c) for c in fake_modal.calls[before:]]
+    assert calls.count("VolumeGetOrCreate") == 1 and calls.count("SandboxCreateV2") == 2, calls
+    assert len(fake_modal.state.volumes) == 1

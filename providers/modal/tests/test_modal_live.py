@@ -27,6 +27,9 @@ class TestModalLiveConformance(ProviderConformance):
     # Real sandboxes take longer to schedule than the fake's containers.
     expiry_timeout = 120
     gpu_type = os.environ.get("SEER_MODAL_LIVE_GPU") or None
+    skip_tests = (
+        {} if gpu_type else {"test_gpu": "set SEER_MODAL_LIVE_GPU (e.g. T4) to start a GPU sandbox on Modal"}
+    )
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -37,8 +40,3 @@ class TestModalLiveConformance(ProviderConformance):
             timeout=cls.sandbox_timeout,
             provider_options={"app_name": "seer-live-tests", "model_volume": "seer-live-tests-models"},
         )
-
-    def test_gpu(self, provider, capabilities, sandbox_config, start_sandbox) -> None:  # type: ignore[no-untyped-def]
-        if not self.gpu_type:
-            pytest.skip("set SEER_MODAL_LIVE_GPU (e.g. T4) to start a GPU sandbox on Modal")
-        super().test_gpu(provider, capabilities, sandbox_config, start_sandbox)

@@ -79,6 +79,7 @@ def sdk(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, mock.Magic
     monkeypatch.setattr(modal.Image, "from_id", mocks["from_id"])
     monkeypatch.setattr(provider, "sandbox_image", lambda spec, options, wheel=None: image)
     monkeypatch.setattr(provider, "_apps", {})
+    monkeypatch.setattr(provider, "_resolved", {})
     monkeypatch.setattr(LEDGER, "_watch", lambda sandbox_id: None)  # no starter watch process
     return mocks
 
@@ -117,9 +118,14 @@ def test_a_built_image_is_named_by_id_next_time(sdk: dict[str, mock.MagicMock]) 
     ModalProvider().create(_spec())
     assert sdk["create"].call_args.kwargs["image"] is sdk["image"]  # the layers, resolved by Modal
     sdk["from_id"].assert_not_called()
+    ModalProvider().create(_spec())  # the same process: the image it resolved, no call at all
+    sdk["from_id"].assert_not_called()
+    assert sdk["create"].call_args.kwargs["image"] is sdk["image"]
+    provider._forget_resolved()  # as a new process
     ModalProvider().create(_spec())
     sdk["from_id"].assert_called_once_with("im-built")  # one call instead of one per layer
     assert sdk["create"].call_args.kwargs["image"] is KNOWN
+    provider._forget_resolved()
     # an id Modal no longer knows is forgotten, and the layers are resolved again
     made = sdk["create"].side_effect
 

@@ -15,6 +15,11 @@ class TestRunPodConformance(ProviderConformance):
     provider_name = "runpod"
     # renting a pod and reaching its SSH takes a few seconds here; the pod must still end itself
     expiry_timeout = 20
+    # The fake's GPU pods are CPU containers (no nvidia-smi): test_runpod_provider checks that the
+    # pod was rented with the GPU type and count asked for, and the live set runs the suite's test.
+    skip_tests = {
+        "test_gpu": "the fake RunPod's pods have no GPU; SEER_RUNPOD_LIVE=1 runs this against RunPod"
+    }
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -25,8 +30,3 @@ class TestRunPodConformance(ProviderConformance):
             timeout=cls.sandbox_timeout,
             provider_options={"network_volume_id": volume},
         )
-
-    def test_gpu(self) -> None:  # type: ignore[override]
-        # The fake's GPU pods are CPU containers (no nvidia-smi): the live set runs this one, and
-        # test_runpod_provider checks that the pod was rented with the GPU type and count asked for.
-        pytest.skip("the fake RunPod's pods have no GPU; SEER_RUNPOD_LIVE=1 runs this against RunPod")

@@ -4,6 +4,10 @@ unchanged but for ``provider="runpod"``.
 The other changes are what this machine needs, as in seer-ssh's and seer-docker's example tests:
 the tiny model served on 127.0.0.1, a network volume (so the two pods build one environment), and
 torch pinned to the CPU build this machine keeps a wheel of.
+
+After the notebook flow's setup script, the agent's MCP server attaches as the seed says and writes
+the notebook too, and ``seer down`` keeps every writer's cell, in the sandbox's ``.ipynb`` and the
+client copy (``tests/_seed_notebook.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 import pytest
 from _model_kit import MODEL_ID
+from _seed_notebook import agent_then_teardown_keeps_every_cell
 from seer import SandboxConfig, ScopedSandbox
 from seer.rpc import ServedInterface
 from seer_runpod.provider import RunPodProvider
@@ -73,6 +78,9 @@ def test_seed_notebook_setup_on_runpod(
         assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
         where = session.exec("import os; print(os.environ['RUNPOD_POD_ID'])").stdout.strip()
         assert re.fullmatch(r"[a-z0-9]+", where) and fake_runpod.pods[where].terminated_by is None
+        # the agent's MCP server writes the same notebook; seer down keeps every cell
+        (sandbox_id,) = started
+        agent_then_teardown_keeps_every_cell(printed, sandbox_id, session)
     finally:
         for sandbox_id in started:
             RunPodProvider().terminate(sandbox_id)

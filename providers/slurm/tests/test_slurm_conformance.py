@@ -15,6 +15,9 @@ class TestSlurmConformance(ProviderConformance):
     provider_name = "slurm"
     # a start waits for the job to be scheduled and reaches its node through the login node
     expiry_timeout = 15
+    # The cluster's GPUs are GRES with null devices (no nvidia-smi): test_slurm_provider checks that
+    # the job holds the GRES type and count asked for.
+    skip_tests = {"test_gpu": "the test cluster's GPUs are GRES without devices; a real cluster runs this"}
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -25,8 +28,3 @@ class TestSlurmConformance(ProviderConformance):
             timeout=cls.sandbox_timeout,
             provider_options=slurm_cluster.options(),
         )
-
-    def test_gpu(self) -> None:  # type: ignore[override]
-        # The cluster's GPUs are GRES with null devices (no nvidia-smi): test_slurm_provider checks
-        # that the job holds the GRES type and count asked for.
-        pytest.skip("the test cluster's GPUs are GRES without devices; a real cluster runs this")

@@ -3,6 +3,10 @@
 The other changes are what this machine needs, as in ``tests/docker/test_docker_examples.py``: the
 tiny model, served by a hub-compatible server on 127.0.0.1 (no model hub here), the test host's
 address and keys, and torch pinned to the CPU build this machine keeps a wheel of.
+
+After the notebook flow's setup script, the agent's MCP server attaches as the seed says and writes
+the notebook too, and ``seer down`` keeps every writer's cell, in the sandbox's ``.ipynb`` and the
+client copy (``tests/_seed_notebook.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import pytest
 from _model_kit import MODEL_ID
+from _seed_notebook import agent_then_teardown_keeps_every_cell
 from _ssh_kit import Box
 from seer import ScopedSandbox
 from seer.rpc import ServedInterface
@@ -80,6 +85,8 @@ def test_seed_notebook_setup_over_ssh(box: Box, hub: Any, tmp_path: Path) -> Non
         assert sandbox_id in started and cwd.startswith("/home/seer/.seer/sandboxes/"), (
             "the kernel runs on the host"
         )
+        # the agent's MCP server writes the same notebook; seer down keeps every cell
+        agent_then_teardown_keeps_every_cell(printed, sandbox_id, session)
     finally:
         for sandbox_id in started:
             SshProvider().terminate(sandbox_id)

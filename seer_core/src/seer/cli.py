@@ -32,7 +32,7 @@ from rich.table import Table
 
 import seer
 from seer import plugins, state
-from seer.config import ExperimentConfig, known_gpu_types
+from seer.config import ExperimentConfig
 from seer.errors import (
     ConfigError,
     ExecTimeoutError,
@@ -40,7 +40,7 @@ from seer.errors import (
     SeerError,
     UnknownPluginError,
 )
-from seer.ids import sandbox_id_providers
+from seer.preflight import known_gpu_types, sandbox_id_providers
 from seer.providers.base import DETAIL_LABEL, MachineInfo, MachineStatus
 
 __all__ = ["create_app", "main"]
@@ -237,7 +237,9 @@ def up(
     """Start a sandbox from a config file and print how to reach it.
 
     Prints one JSON object on stdout: `sandbox_id`, `provider`, `name`, `status`, `workdir`,
-    `jupyter_url` (null unless a Jupyter server was started) and `expires_at` (ISO 8601, UTC).
+    `jupyter_url` (null unless a Jupyter server was started), `code_server_url` and
+    `code_server_password` (null unless the config has `debug: true`) and `expires_at` (ISO 8601,
+    UTC).
     Progress (each step, download progress) goes to stderr unless --quiet. The sandbox keeps
     running after this command exits, until `seer down` or its `timeout`.
 
@@ -259,6 +261,8 @@ def up(
             "status": sandbox.status.value,
             "workdir": sandbox.workdir,
             "jupyter_url": sandbox.jupyter_url,
+            "code_server_url": sandbox.code_server_url,
+            "code_server_password": sandbox.code_server_password,
             "expires_at": _iso(info.expires_at) if info else None,
         }
     )

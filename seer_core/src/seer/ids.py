@@ -5,8 +5,9 @@ an agent (an MCP tool's ``sandbox_id``) and from files on disk (records, ledgers
 Providers build paths, container filters and process lookups from it, so an id such as
 ``../../../x/evil`` must never reach them: it could name a folder outside seer's home whose
 planted files point at processes to kill and folders to delete. Every entry point calls
-:func:`check_sandbox_id` (one provider) or :func:`sandbox_id_providers` (any installed one)
-before anything else looks at the id.
+:func:`check_sandbox_id` (one provider) or :func:`providers_for_id` (any of the given ones; the
+installed ones are :func:`seer.preflight.sandbox_id_providers`) before anything else looks at the id.
+Nothing here asks the plugin registry: the caller hands over the provider classes it holds.
 
 Each provider declares its ids' form as :attr:`seer.providers.base.Provider.id_pattern`; on top
 of it every id must pass :data:`SAFE_ID` (letters, digits, ``-`` and ``_``, at most 128
@@ -16,6 +17,7 @@ characters), so a provider whose own pattern is loose still never gets a path se
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from seer.errors import ConfigProblem, InvalidSandboxIdError
@@ -23,7 +25,7 @@ from seer.errors import ConfigProblem, InvalidSandboxIdError
 if TYPE_CHECKING:
     from seer.providers.base import Provider
 
-__all__ = ["SAFE_ID", "check_sandbox_id", "sandbox_id_providers"]
+__all__ = ["SAFE_ID", "check_sandbox_id", "providers_for_id"]
 
 #: What every sandbox id must look like, whatever its provider: never a path, never an option.
 SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -52,40 +54,25 @@ def _invalid(sandbox_id: object, forms: dict[str, str], argument: str) -> Invali
     )
 
 
-def check_sandbox_id(
-    sandbox_id: object, provider: str | type[Provider], *, argument: str = "sandbox_id"
-) -> str:
-    """``sandbox_id``, if it has the exact form of ``provider``'s ids (a name or a class).
+def check_sandbox_id(sandbox_id: object, provider: type[Provider], *, argument: str = "sandbox_id") -> str:
+    """``sandbox_id``, if it has the exact form of ``provider``'s ids (the provider's class).
 
     Raises :class:`~seer.errors.InvalidSandboxIdError` (a ``ConfigError`` and a
     ``SandboxNotFoundError``) naming ``argument`` otherwise.
     """
-    if isinstance(provider, str):
-        from seer import plugins
-
-        provider = plugins.get_provider_class(provider)
     if not _matches(sandbox_id, provider):
         raise _invalid(sandbox_id, {provider.name: provider.id_pattern}, argument)
     return str(sandbox_id)
 
 
-def sandbox_id_providers(sandbox_id: object, *, argument: str = "sandbox_id") -> list[str]:
-    """The installed providers whose id format ``sandbox_id`` has (the only ones that may know it).
+def providers_for_id(
+    sandbox_id: object, providers: Mapping[str, type[Provider]], *, argument: str = "sandbox_id"
+) -> list[str]:
+    """The names of ``providers`` (name -> class) whose id format ``sandbox_id`` has.
 
     Raises :class:`~seer.errors.InvalidSandboxIdError` naming ``argument`` when there is none.
     """
-    from seer import plugins
-
-    forms: dict[str, str] = {}
-    matching: list[str] = []
-    for name in plugins.providers():
-        try:
-            cls = plugins.get_provider_class(name)
-        except Exception:  # a provider that cannot load knows no sandbox here
-            continue
-        forms[name] = cls.id_pattern
-        if _matches(sandbox_id, cls):
-            matching.append(name)
+    matching = [name for name, cls in providers.items() if _matches(sandbox_id, cls)]
     if not matching:
-        raise _invalid(sandbox_id, forms, argument)
+        raise _invalid(sandbox_id, {name: cls.id_pattern for name, cls in providers.items()}, argument)
     return matching

@@ -11,9 +11,10 @@ one folder per sandbox, fixed when the sandbox starts and stored in its client r
 * notebooks at ``<folder>/<name>.ipynb``, outputs under ``<folder>/outputs/``.
 
 A copy never silently replaces a different file already there (a live mirror, or one you edited):
-an identical file is left alone, a notebook whose cells the sandbox's copy only extends is brought
-up to date, and anything else is written beside it as ``<stem>.sandbox<suffix>`` (then
-``.sandbox-2``, ...), and the summary says so.
+an identical file is left alone, and so is a notebook whose cells the client copy already holds
+and extends (a live mirror written after the sandbox last saved); a notebook whose cells the
+sandbox's copy only extends is brought up to date, and anything else is written beside it as
+``<stem>.sandbox<suffix>`` (then ``.sandbox-2``, ...), and the summary says so.
 
 The copy is core code over two machine primitives (``exec`` to see what is there, ``get_dir`` to
 fetch it), written once for every provider; the local provider also calls :func:`keep_tree` on its
@@ -56,8 +57,10 @@ DEFAULT_OUTPUTS_DIR = "seer-outputs"
 KEPT_DIRS = {"notebooks": "", "outputs": "outputs"}
 #: Folders inside those that are never copied (Jupyter's autosave checkpoints).
 _SKIPPED = {".ipynb_checkpoints"}
-#: Names of files never copied: Jupyter's (and editors') temporary files of an atomic save, which
-#: hold nothing the renamed file will not, and may vanish at any moment.
+#: Names of files never copied: Jupyter's (and editors') temporary files of a save, which may
+#: vanish at any moment. (Jupyter's server saves a notebook by copying it to ``.~<name>``, writing
+#: ``<name>`` in place, then deleting the copy: a notebook caught mid-save is taken from that
+#: copy, see :func:`_whole`.)
 _TEMPORARY = (".~",)
 #: How many times a fetch of a live sandbox's folders is tried before the copy fails: a file
 #: renamed or removed while a provider archives the folder can fail one try, not the next.
@@ -189,9 +192,12 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
             continue
         if path.is_symlink() or not path.is_file():
             continue
+        path = _whole(path)
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_file() and _same(path, target):
+        if target.is_file() and (_same(path, target) or _supersedes(target, path)):
+            # the same, or a client copy already holding every cell of the sandbox's and more (a
+            # live mirror written after the sandbox's last save): nothing to add
             kept.unchanged.append(target)
         elif not target.exists() or (target.is_file() and _supersedes(path, target)):
             _copy(path, target)
@@ -201,6 +207,32 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
             if not other.exists():
                 _copy(path, other)
             kept.beside.append(other)
+
+
+def _parses(path: Path) -> bool:
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _half_written(root: Path) -> bool:
+    """Whether a notebook under ``root`` does not parse (caught while Jupyter wrote it)."""
+    return any(
+        not _parses(p)
+        for p in root.rglob("*.ipynb")
+        if p.is_file() and not p.name.startswith(_TEMPORARY) and not _SKIPPED & set(p.parts)
+    )
+
+
+def _whole(path: Path) -> Path:
+    """``path``, or for a notebook caught half-written by a save, the whole one Jupyter kept
+    beside it for that save (``.~<name>``, the notebook as last saved)."""
+    if path.suffix != ".ipynb" or _parses(path):
+        return path
+    backup = path.with_name(f".~{path.name}")
+    return backup if backup.is_file() and _parses(backup) else path
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -225,13 +257,11 @@ def keep_tree(root: Path, dest: Path) -> Kept:
 def copy_out(machine: Machine, dest: Path) -> Kept:
     """Fetch the sandbox's notebooks and outputs into ``dest`` on this machine, before the sandbox
     is torn down. The sandbox may still be writing (a notebook being saved): a fetch that fails is
-    tried again, up to :data:`_FETCH_TRIES` times. Raises what the machine's primitives raise when
-    it cannot (the caller then keeps the sandbox's files)."""
+    tried again, up to :data:`_FETCH_TRIES` times, and so is one that caught a notebook
+    half-written (the last try takes such a notebook as Jupyter kept it for the save). Raises what
+    the machine's primitives raise when it cannot (the caller then keeps the sandbox's files)."""
     remote = {folder: machine.resolve(folder) for folder in KEPT_DIRS}
-    listing = machine.exec(
-        ["bash", "-c", 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done', "_", *remote.values()]
-    ).check()
-    present = set(listing.stdout.splitlines())
+    present = machine.existing_dirs(list(remote.values()))
     attempt = 0
     while True:
         attempt += 1
@@ -244,5 +274,8 @@ def copy_out(machine: Machine, dest: Path) -> Kept:
                 if attempt >= _FETCH_TRIES or not machine.status().alive:
                     raise
                 time.sleep(0.05 * attempt)
+                continue
+            if _half_written(Path(tmp)) and attempt < _FETCH_TRIES:
+                time.sleep(0.05 * attempt)  # a notebook was being saved: fetch it again
                 continue
             return keep_tree(Path(tmp), dest)

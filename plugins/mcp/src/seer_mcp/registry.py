@@ -9,7 +9,8 @@ import os
 import threading
 import time
 import urllib.parse
-from typing import TYPE_CHECKING
+import uuid
+from typing import TYPE_CHECKING, Any
 
 from seer.errors import (
     JupyterServerDiedError,
@@ -238,7 +239,7 @@ class SessionRegistry:
             (sandbox_id or "").strip(),
         )
         if sandbox_id:  # an id is never a path: checked before anything looks it up
-            from seer.ids import sandbox_id_providers
+            from seer.preflight import sandbox_id_providers
 
             sandbox_id_providers(sandbox_id)
         if session_id:
@@ -269,9 +270,9 @@ class SessionRegistry:
                 f"GET /api/sessions/{session_id} on {client.url} answered HTTP {status}: {model}"
             )
         try:
-            # The same websocket key as any server before this one: the kernel's output while none
-            # was connected is replayed to it (a cell a previous server left running).
-            session = NotebookSession.attach(client.jupyter_url, session_id, channel=f"seer-mcp-{session_id}")
+            session = NotebookSession.attach(
+                client.jupyter_url, session_id, channel=channel_key(session_id, model)
+            )
         except KernelDiedError as exc:
             raise ToolFailure(
                 f"Session {session_id!r} exists but its kernel is dead ({exc}). Start a new session "
@@ -475,3 +476,21 @@ class SessionRegistry:
         deadline = time.monotonic() + 60
         for closer in closers:
             closer.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def channel_key(session_id: str, model: dict[str, Any]) -> str:
+    """The kernel websocket's session key for a server attaching to ``session_id`` (``model``: the
+    Jupyter session as ``GET /api/sessions/<id>`` answers it).
+
+    With no client connected to the kernel, the key every server before this one used: Jupyter
+    buffers what the kernel sends while no client is connected and replays it to the next
+    connection with the last key, so a cell a previous server left running gets all its outputs.
+    With a client connected (a Python session, another MCP server, a browser), a key of this
+    server's own: Jupyter closes an open connection whose key a new one reuses, so servers sharing
+    a key cut each other's running cells off (and buffers nothing while a client is connected).
+    """
+    kernel = model.get("kernel") if isinstance(model, dict) else None
+    connections = kernel.get("connections") if isinstance(kernel, dict) else None
+    if not connections:
+        return f"seer-mcp-{session_id}"
+    return f"seer-mcp-{session_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -2,8 +2,9 @@
 
 An image is the base image (or the image a repo's ``dockerfile`` builds, or a snapshot) plus
 layers in an order that keeps rebuilds small: system packages, a virtual environment, the
-config's Python packages together with seer's own dependencies, and last seer's runtime wheel
-(which changes whenever seer's source does). The tag is a hash of everything that goes in, so an
+config's heavy ML stack (torch, transformers: a layer configs share), seer's own dependencies with
+the execution mode's, the config's other Python packages (a thin layer), and last seer's runtime
+wheel (which changes whenever seer's source does). The tag is a hash of everything that goes in, so an
 unchanged config finds its image and builds nothing.
 """
 
@@ -17,6 +18,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,24 +29,151 @@ if TYPE_CHECKING:
     from docker import DockerClient
     from seer.config import RepoConfig
 
-__all__ = ["HF_MOUNT", "IMAGE_REPO", "LABEL", "VENV", "ImageBuildError", "ensure_image", "render_dockerfile"]
+__all__ = [
+    "CODE_SERVER_INSTALLER",
+    "HEAVY_PACKAGES",
+    "HF_MOUNT",
+    "IMAGE_REPO",
+    "LABEL",
+    "TOOLS_DIR",
+    "VENV",
+    "ImageBuildError",
+    "PackageSources",
+    "code_server_layer",
+    "ensure_image",
+    "python_layers",
+    "render_dockerfile",
+]
 
 #: The sandbox's Python environment inside the image.
 VENV = "/opt/seer/venv"
 #: Where the model cache (volume or host folder) is mounted: the Hugging Face hub cache.
 HF_MOUNT = "/opt/seer/hf-hub"
+#: Where the image's code-server layer installs it (``Machine.tools_dir`` of a docker sandbox).
+TOOLS_DIR = "/opt/seer/tools"
+#: The code-server installer's name in the build context (:mod:`seer.providers.code_server`).
+CODE_SERVER_INSTALLER = "seer-code-server-install.py"
+#: What building code-server's native modules needs (Debian names), installed in its layer.
+CODE_SERVER_BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
 #: Repository of the images seer builds; the tag is their content hash.
 IMAGE_REPO = "seer-sandbox"
 #: Label on everything seer makes (containers, images, volumes); its value says what it is.
 LABEL = "seer.managed"
 #: Bump when the Dockerfile's shape changes, so images built by an older seer are not reused.
-RECIPE = "1"
+RECIPE = "2"
 
 Log = Callable[[str], None]
 
 
 class ImageBuildError(SandboxError):
     """An image build (or the pull of its base) failed; the message ends with the build's log."""
+
+
+#: The heavy ML stack: the config's requirements on these projects get a layer of their own,
+#: below everything else, so configs that differ in their other packages share it (Docker's
+#: build cache reuses a layer whose parent and instruction are the same).
+HEAVY_PACKAGES = frozenset(
+    {"torch", "torchvision", "torchaudio", "transformers", "accelerate", "safetensors", "tokenizers"}
+)
+#: What execution modes and the model fetcher add to the config's packages: installed with seer's
+#: runtime requirements, in the layer every config of a mode shares.
+SERVICE_PACKAGES = frozenset(
+    {"jupyter-server", "ipykernel", "jupyterlab", "jupyter-collaboration", "huggingface-hub"}
+)
+#: torch's own projects: what a CPU sandbox takes as CPU builds.
+TORCH_PACKAGES = frozenset({"torch", "torchvision", "torchaudio"})
+
+
+@dataclass(frozen=True)
+class PackageSources:
+    """Where the image's ``pip install`` steps look for packages, and for which build of torch.
+
+    ``find_links``: wheel folders (paths inside the image) or URLs, given to every install as
+    ``--find-links``. ``torch_index``: an index that offers CPU builds of torch (PyTorch's CPU
+    wheel index, or a mirror of it). ``cpu_torch``: the sandbox has no GPU, so torch comes as
+    a CPU build where one is reachable (no CUDA libraries: about 2 GB less to download).
+    """
+
+    find_links: tuple[str, ...] = ()
+    torch_index: str | None = None
+    cpu_torch: bool = False
+
+    def flags(self) -> list[str]:
+        return [f"--find-links={link}" for link in self.find_links]
+
+
+def _name(requirement: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return str(canonicalize_name(Requirement(requirement).name))
+    except InvalidRequirement:
+        return None
+
+
+def python_layers(python_packages: Iterable[str], sources: PackageSources) -> list[str]:
+    """The ``RUN`` lines that install the config's Python packages and seer's runtime needs.
+
+    Three layers, heaviest and least changing first: the config's requirements on the heavy ML
+    stack (:data:`HEAVY_PACKAGES`), seer's runtime requirements with what the execution mode
+    adds (:data:`SERVICE_PACKAGES`), then the rest (a thin layer per config). Two configs that
+    differ only in their other packages build only the thin layer.
+
+    With ``sources.cpu_torch``, the heavy layer first installs torch (without its dependencies)
+    from the CPU sources only: ``torch_index`` if set, else no index at all, just the
+    ``find_links`` folders and those of the image's pip configuration. pip then resolves the
+    rest against that torch, whose CPU build names no ``nvidia-*`` dependency. Where no CPU
+    build is reachable the layer says so and pip takes torch from its index as before; where one
+    was installed and an ``nvidia-*`` package still came in (another package forced a torch pip
+    could only find as a CUDA build), the build fails and says why.
+    """
+    packages = list(python_packages)
+    heavy = [p for p in packages if _name(p) in HEAVY_PACKAGES]
+    service = [p for p in packages if _name(p) in SERVICE_PACKAGES]
+    rest = [p for p in packages if p not in heavy and p not in service]
+    pip = f"{VENV}/bin/python -m pip install"
+    flags = sources.flags()
+    lines = []
+    if heavy:
+        install = shlex.join([*flags, *heavy])
+        torch = [p for p in heavy if _name(p) in TORCH_PACKAGES]
+        if sources.cpu_torch and torch:
+            where = [f"--index-url={sources.torch_index}"] if sources.torch_index else ["--no-index"]
+            cpu = shlex.join(["--no-deps", *where, *flags, *torch])
+            lines.append(
+                f"RUN if {pip} {cpu}; then cpu=1; else cpu=0; echo 'seer: no CPU build of torch is "
+                "reachable (set provider_options.find_links or torch_index); pip takes torch from "
+                f"its index'; fi && {pip} {install} && {{ [ $cpu = 0 ] || ! {VENV}/bin/python -m pip "
+                "list --format=freeze | grep -i '^nvidia-' || { echo 'seer: a CUDA build of torch came "
+                "in although the sandbox has no GPU and a CPU build was installed: a package needs "
+                "a torch version the CPU sources lack' >&2; exit 1; }; }"
+            )
+        else:
+            lines.append(f"RUN {pip} {install}")
+    lines.append(f"RUN {pip} {shlex.join([*flags, *service, *runtime_requirements()])}")
+    if rest:
+        lines.append(f"RUN {pip} {shlex.join([*flags, *rest])}")
+    return lines
+
+
+def code_server_layer() -> list[str]:
+    """The Dockerfile lines of the ``debug`` layer: code-server (VS Code in the browser) built into
+    :data:`TOOLS_DIR` by :mod:`seer.providers.code_server`, with the compilers its native modules
+    need. It comes right after ``FROM``, so every ``debug=True`` config on one base image shares
+    it (built once, minutes), and a start finds code-server installed."""
+    build = " ".join(CODE_SERVER_BUILD_PACKAGES)
+    return [
+        "# --- seer debug layer: code-server for debug=True (seer.providers.code_server) ---",
+        f"COPY {CODE_SERVER_INSTALLER} /opt/seer/{CODE_SERVER_INSTALLER}",
+        "RUN command -v apt-get >/dev/null || { echo 'seer: debug=True builds code-server and needs "
+        "apt-get in the base image' >&2; exit 1; } && apt-get update -qq && apt-get install -y -qq "
+        f"--no-install-recommends {build} && rm -rf /var/lib/apt/lists/* "
+        # the installer fetches Node with pip: a throwaway venv has it where the base's python3 not
+        "&& python3 -m venv /tmp/seer-installer "
+        f"&& /tmp/seer-installer/bin/python /opt/seer/{CODE_SERVER_INSTALLER} {TOOLS_DIR} "
+        "&& rm -rf /tmp/seer-installer",
+    ]
 
 
 def render_dockerfile(
@@ -55,18 +184,24 @@ def render_dockerfile(
     wheel_name: str,
     workdir: str,
     needs_git: bool = False,
+    sources: PackageSources | None = None,
+    code_server: bool = False,
 ) -> str:
-    """The Dockerfile of a sandbox image (its context holds only the runtime wheel).
+    """The Dockerfile of a sandbox image (its context holds the runtime wheel, and with
+    ``code_server`` the code-server installer).
 
     ``needs_git``: install git from apt unless the base image has it (remote repos are cloned
-    inside the sandbox).
+    inside the sandbox). ``sources``: where pip looks besides its configured index, and whether
+    torch must be a CPU build (see :func:`python_layers`). ``code_server``: add
+    :func:`code_server_layer` (``debug=True``).
     """
     system = " ".join(shlex.quote(p) for p in system_packages)
-    packages = [*python_packages, *runtime_requirements()]
     lines = [
         f"FROM {base}",
         "ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore",
     ]
+    if code_server:
+        lines += code_server_layer()
     if system:
         lines.append(
             "RUN command -v apt-get >/dev/null || { echo 'seer: system_packages need apt-get in the "
@@ -88,7 +223,7 @@ def render_dockerfile(
         '|| { echo "seer: the base image\'s python3 is older than 3.11" >&2; exit 1; }',
         # --system-site-packages: what the base image already has (torch in a CUDA image) counts.
         f"RUN python3 -m venv --system-site-packages {VENV}",
-        f"RUN {VENV}/bin/python -m pip install {' '.join(shlex.quote(p) for p in packages)}",
+        *python_layers(python_packages, sources or PackageSources()),
         f"COPY {wheel_name} /opt/seer/wheels/{wheel_name}",
         f"RUN {VENV}/bin/python -m pip install --no-deps --force-reinstall /opt/seer/wheels/{wheel_name}",
         f"RUN mkdir -p {shlex.quote(workdir)} {HF_MOUNT}",
@@ -224,7 +359,9 @@ def ensure_image(
     workdir: str,
     log: Log,
     needs_git: bool = False,
+    code_server: bool = False,
     wheel: RuntimeWheel | None = None,
+    sources: PackageSources | None = None,
 ) -> tuple[str, bool]:
     """The sandbox image for these inputs, built only if the engine lacks it.
 
@@ -238,14 +375,24 @@ def ensure_image(
         wheel_name=wheel.filename,
         workdir=workdir,
         needs_git=needs_git,
+        sources=sources,
+        code_server=code_server,
     )
-    key = hashlib.sha256(json.dumps([RECIPE, dockerfile, wheel.sha256]).encode()).hexdigest()
+    files = {"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()}
+    if code_server:
+        from seer.providers import code_server as installer
+
+        files[CODE_SERVER_INSTALLER] = Path(installer.__file__).read_bytes()
+    inputs = [RECIPE, dockerfile, wheel.sha256]
+    if code_server:
+        inputs.append(hashlib.sha256(files[CODE_SERVER_INSTALLER]).hexdigest())
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
     tag = f"{IMAGE_REPO}:{key[:16]}"
     if _image_id(client, tag):
         log(f"image {tag} is cached: nothing to build")
         return tag, False
     log(f"building image {tag}")
-    context = _context({"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()})
+    context = _context(files)
     stream = client.api.build(
         fileobj=context,
         custom_context=True,

@@ -15,6 +15,7 @@ __all__ = ["DEFAULT_IMAGE", "DockerOptions"]
 DEFAULT_IMAGE = f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"
 
 _VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_URL = re.compile(r"^(https?|file)://\S+$")
 _SIZE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 
 
@@ -44,6 +45,32 @@ class DockerOptions(BaseModel):
     model_volume: str = Field("seer-models", description="name of the model-cache volume")
     workdir: str = Field("/workspace", description="the sandbox's working directory in the container")
     shm_size: str | None = Field("1g", description="size of /dev/shm (e.g. '2g'); None: Docker's default")
+
+    find_links: list[str] = Field(
+        default_factory=list,
+        description="wheel folders (paths inside the image) or URLs every pip install in the image "
+        "build consults (pip's --find-links): e.g. a folder holding a CPU build of torch",
+    )
+    torch_index: str | None = Field(
+        None,
+        description="an index URL offering CPU builds of torch (PyTorch's CPU wheel index or a "
+        "mirror); a gpu=None sandbox takes torch from it, or else from find_links",
+    )
+
+    @field_validator("find_links")
+    @classmethod
+    def _check_find_links(cls, value: list[str]) -> list[str]:
+        for link in value:
+            if not (posixpath.isabs(link) or _URL.match(link)):
+                raise ValueError(f"{link!r} is neither an absolute path in the image nor a URL")
+        return value
+
+    @field_validator("torch_index")
+    @classmethod
+    def _check_torch_index(cls, value: str | None) -> str | None:
+        if value is not None and not _URL.match(value):
+            raise ValueError(f"{value!r} is not an index URL (http://, https:// or file://)")
+        return value
 
     @field_validator("image")
     @classmethod

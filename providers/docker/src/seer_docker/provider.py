@@ -30,6 +30,7 @@ never left running unseen.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -37,7 +38,6 @@ import posixpath
 import secrets
 import select
 import socket
-import struct
 import threading
 import time
 from collections.abc import Mapping
@@ -57,9 +57,19 @@ from seer.providers.base import (
     Provider,
     Snapshot,
 )
-from seer.providers.kit import ExecMachine, Ledger, OutputPump, detect_gpus
+from seer.providers.kit import ExecMachine, Ledger, OutputPump, StreamFrames, detect_gpus
+from seer.providers.kit.frames import STDERR
 
-from seer_docker.image import HF_MOUNT, IMAGE_REPO, LABEL, build_repo_image, ensure_image, resolve_base
+from seer_docker.image import (
+    HF_MOUNT,
+    IMAGE_REPO,
+    LABEL,
+    TOOLS_DIR,
+    PackageSources,
+    build_repo_image,
+    ensure_image,
+    resolve_base,
+)
 from seer_docker.options import DockerOptions
 
 if TYPE_CHECKING:
@@ -96,24 +106,6 @@ def docker_client() -> DockerClient:
 def _is_local_engine() -> bool:
     host = os.environ.get("DOCKER_HOST", "")
     return not host or host.startswith("unix://")
-
-
-class _Frames:
-    """Demultiplexes the exec attach stream: 8-byte headers (stream, 0, 0, 0, size) + payload."""
-
-    def __init__(self, pump: OutputPump):
-        self._buf = bytearray()
-        self._pump = pump
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-        while len(self._buf) >= 8:
-            kind, size = struct.unpack(">BxxxL", self._buf[:8])
-            if len(self._buf) < 8 + size:
-                return
-            payload = bytes(self._buf[8 : 8 + size])
-            del self._buf[: 8 + size]
-            self._pump.feed("stderr" if kind == 2 else "stdout", payload)
 
 
 class DockerMachine(ExecMachine):
@@ -176,7 +168,14 @@ class DockerMachine(ExecMachine):
             return raw.recv(65536)
 
         # one multiplexed socket: read on this thread, no hand-off per command
-        pump.read_stream(read, _Frames(pump).feed, close=raw.close, inline=True)
+        pump.read_stream(
+            read,
+            StreamFrames(
+                lambda stream, data: pump.feed("stderr" if stream == STDERR else "stdout", data)
+            ).feed,
+            close=raw.close,
+            inline=True,
+        )
         if stdin is not None:
             pump.send(stdin, raw.sendall, lambda: raw.shutdown(socket.SHUT_WR))
         ended: dict[str, Any] = {}
@@ -221,8 +220,41 @@ class DockerMachine(ExecMachine):
             self._guard(exc)
             raise SandboxError(f"could not read from sandbox {self.id}: {exc.explanation or exc}") from None
 
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        # The engine's archive stat (HEAD .../archive): no process in the container, a few ms
+        # each instead of an exec. (Paths on the tmpfs are not seen this way; teardown asks only
+        # for folders of the working directory.)
+        from docker.errors import APIError
+
+        found, missing = set(), False
+        url = self._api._url("/containers/{0}/archive", self._cid)
+        for path in paths:
+            response = self._api.head(url, params={"path": path})
+            if response.status_code == 404:  # no such path, or no such container: told apart below
+                missing = True
+                continue
+            try:
+                self._api._raise_for_status(response)
+            except APIError as exc:
+                self._guard(exc)
+                raise SandboxError(
+                    f"could not look into sandbox {self.id}: {exc.explanation or exc}"
+                ) from None
+            stat = json.loads(base64.b64decode(response.headers["X-Docker-Container-Path-Stat"]))
+            if stat["mode"] & (1 << 31):  # Go's os.ModeDir
+                found.add(path)
+            elif stat["mode"] & (1 << 27):  # os.ModeSymlink: where it leads, the shell's test says
+                found |= super().existing_dirs([path])
+        if missing and self.status() is not MachineStatus.RUNNING:
+            raise self.not_running()  # a folder may have been there: never report it absent
+        return found
+
     def model_cache_dir(self) -> str:
         return HF_MOUNT
+
+    def tools_dir(self) -> str:
+        # The image's debug layer installed code-server here (seer_docker.image.code_server_layer).
+        return TOOLS_DIR
 
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:
@@ -286,6 +318,7 @@ class DockerProvider(Provider):
         installs_system_packages=True,
         hides_models=True,
         dockerfile_repos=True,
+        code_server=True,
     )
     options_model = DockerOptions
 
@@ -366,9 +399,15 @@ class DockerProvider(Provider):
             base_id=base_id,
             system_packages=spec.system_packages,
             needs_git=remote,
+            code_server=spec.code_server,
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,
+            sources=PackageSources(
+                find_links=tuple(options.find_links),
+                torch_index=options.torch_index,
+                cpu_torch=spec.gpu is None,
+            ),
         )
         return tag
 
@@ -438,13 +477,19 @@ class DockerProvider(Provider):
             **kwargs,
         )
         machine = DockerMachine(client, container.id, labels, dict(spec.secrets))
-        # Secrets to the tmpfs (for handles attached later); commands get them through exec.
-        secrets_file = f"umask 077 && mkdir -p {machine.procs_dir} && cat > {SECRETS_FILE}"
-        code, pump = machine.run_pumped(["bash", "-c", secrets_file], stdin=json.dumps(spec.secrets).encode())
-        if code != 0:
-            raise SandboxError(
-                f"could not write the secrets into sandbox {sandbox_id}: {pump.text('stderr')}"
+        # Secrets to the tmpfs (for handles attached later); commands get them through exec. An
+        # exec, since the engine's archive upload writes below a tmpfs mount, not into it. No
+        # secrets, no file (and no exec): a later handle reads none, and process records make
+        # their own folder (umask 077).
+        if spec.secrets:
+            secrets_file = f"umask 077 && mkdir -p {machine.procs_dir} && cat > {SECRETS_FILE}"
+            code, pump = machine.run_pumped(
+                ["bash", "-c", secrets_file], stdin=json.dumps(spec.secrets).encode()
             )
+            if code != 0:
+                raise SandboxError(
+                    f"could not write the secrets into sandbox {sandbox_id}: {pump.text('stderr')}"
+                )
         if spec.snapshot is not None:
             # what core keeps under <workdir>/.seer (logs, service state) belongs to the old sandbox
             machine.run_pumped(["rm", "-rf", posixpath.join(options.workdir, ".seer")])

@@ -87,6 +87,41 @@ def _app(name: str, *, create: bool = True) -> modal.App | None:
         return _apps[name]
 
 
+#: Hydrated Images (by id) and Volumes (by app and name) this process already resolved: a start
+#: that finds one makes no ImageFromId / VolumeGetOrCreate call. One Modal no longer has fails
+#: the create with NotFoundError, which drops these and tries once more from the names.
+_resolved_lock = threading.Lock()
+_resolved: dict[tuple[str, str], Any] = {}
+
+
+def _resolved_image(image_id: str) -> Any:
+    import modal
+
+    with _resolved_lock:
+        return _resolved.get(("image", image_id)) or modal.Image.from_id(image_id)
+
+
+def _resolved_volume(name: str) -> Any:
+    import modal
+
+    with _resolved_lock:
+        return _resolved.get(("volume", name)) or modal.Volume.from_name(name, create_if_missing=True)
+
+
+def _keep_resolved(kind: str, key: str, obj: Any) -> None:
+    try:
+        obj.object_id  # noqa: B018 - an unhydrated object has none (AttributeError)
+    except AttributeError:
+        return
+    with _resolved_lock:
+        _resolved[(kind, key)] = obj
+
+
+def _forget_resolved() -> None:
+    with _resolved_lock:
+        _resolved.clear()
+
+
 def _modal_id(sandbox_id: str) -> str:
     return check_sandbox_id(sandbox_id, ModalProvider)[len(_PREFIX) :]
 
@@ -176,6 +211,25 @@ class ModalMachine(ExecMachine):
             raise self._gone_or(ended.get("error"), "exec")
         code = ended["code"]
         return 137 if code is None or code < 0 else int(code)
+
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        # Two calls instead of an exec's four: stderr is not read (DEVNULL), and the listing's
+        # last line says it ran to the end, so its exit status need not be waited for.
+        import modal
+        from modal.stream_type import StreamType
+
+        script = 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done; echo "$0"'
+        end = f"seer-listed-{secrets.token_hex(4)}"
+        try:
+            proc = self.sandbox().exec(
+                "bash", "-c", script, end, *paths, stderr=StreamType.DEVNULL, text=True
+            )
+            lines = proc.stdout.read().splitlines()
+        except modal.exception.Error as exc:
+            raise self._gone_or(exc, "listing") from None
+        if not lines or lines[-1] != end:
+            raise self._gone_or(None, "listing")
+        return set(lines[:-1]) & set(paths)
 
     def _gone_or(self, exc: BaseException | None, what: str) -> SandboxError:
         """``SandboxNotRunningError`` if the sandbox is gone, else a ``SandboxError`` for ``exc``."""
@@ -339,10 +393,10 @@ class ModalProvider(Provider):
             wheel = runtime_wheel()
             key = IMAGES.key(spec, options, wheel)
             known = IMAGES.get(key)
-            image = modal.Image.from_id(known) if known else sandbox_image(spec, options, wheel)
+            image = _resolved_image(known) if known else sandbox_image(spec, options, wheel)
             volumes: dict[str | os.PathLike[Any], modal.Volume | modal.CloudBucketMount] = {}
             if not spec.private_model_cache:
-                volumes[HF_MOUNT] = modal.Volume.from_name(options.model_volume, create_if_missing=True)
+                volumes[HF_MOUNT] = _resolved_volume(options.model_volume)
             env: dict[str, str | None] = {**spec.env, "SEER_WORKDIR": options.workdir, **spec.secrets}
             ports = pick_tunnel_ports(options.tunnel_ports)
             now = time.time()
@@ -376,13 +430,18 @@ class ModalProvider(Provider):
             try:
                 made = make(image)
             except modal.exception.NotFoundError:
-                if not known:
-                    raise
-                IMAGES.put(key, None)  # Modal no longer has it: build (or find) it again
-                image = sandbox_image(spec, options, wheel)
+                _forget_resolved()  # a volume or image this process resolved may be gone
+                if HF_MOUNT in volumes:
+                    volumes[HF_MOUNT] = _resolved_volume(options.model_volume)
+                if known:
+                    IMAGES.put(key, None)  # Modal no longer has it: build (or find) it again
+                    image = sandbox_image(spec, options, wheel)
                 made = make(image)
             if not known:
                 IMAGES.put(key, image.object_id)
+            _keep_resolved("image", image.object_id, image)
+            if HF_MOUNT in volumes:
+                _keep_resolved("volume", options.model_volume, volumes[HF_MOUNT])
             sandbox_id = f"{_PREFIX}{made.object_id}"
             _handles[sandbox_id] = made
             LEDGER.begin(sandbox_id, name=spec.name, timeout=spec.timeout, labels=spec.labels, **tags)

@@ -29,6 +29,7 @@ import re
 import secrets
 import shlex
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
@@ -337,6 +338,7 @@ class RunPodProvider(Provider):
         """The pod's SSH connection, once it answers (within ``startup_timeout``)."""
         deadline = time.monotonic() + options.startup_timeout
         last = "the pod has no SSH port yet"
+        pause = _POLL_FIRST
         while time.monotonic() < deadline:
             address = _ssh_address(runpod.get_pod(pod_id))
             if address is not None:
@@ -347,7 +349,10 @@ class RunPodProvider(Provider):
                     raise
                 except SshConnectError as exc:
                     last = str(exc)
-            time.sleep(1.0)
+            # soon at first (a pod that is up is reached at once), then less often (a pod that
+            # boots for minutes is not asked about several times a second)
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 1.5, _POLL_MAX)
         raise SandboxError(f"pod {pod_id} did not answer over SSH in {options.startup_timeout:g} s: {last}")
 
     def _machine(self, sandbox_id: str, record: dict[str, Any]) -> RunPodMachine:
@@ -433,12 +438,15 @@ class RunPodProvider(Provider):
             )
         return LEDGER.machines(live)
 
-    def _terminate_pods(self, sandbox_id: str) -> None:
+    def _terminate_pods(self, sandbox_id: str, pods: Sequence[dict[str, Any]] | None = None) -> None:
+        """Terminate the sandbox's pods: ``pods`` (the account's listing, when the caller has
+        it) and the ledger's pod, asked for by id only when the listing lacks it."""
         runpod = api.sdk()
         record = LEDGER.read(sandbox_id) or {}
-        pod_ids = {p["id"] for p in self._seer_pods().get(sandbox_id, [])}
-        if record.get("pod_id") and runpod.get_pod(record["pod_id"]) is not None:
-            pod_ids.add(record["pod_id"])
+        pod_ids = {p["id"] for p in (self._seer_pods().get(sandbox_id, []) if pods is None else pods)}
+        pod_id = record.get("pod_id")
+        if pod_id and pod_id not in pod_ids and runpod.get_pod(pod_id) is not None:
+            pod_ids.add(pod_id)
         for pod_id in pod_ids:
             runpod.terminate_pod(pod_id)
 
@@ -451,22 +459,30 @@ class RunPodProvider(Provider):
         check_sandbox_id(machine_id, type(self))
         LEDGER.end(machine_id, MachineStatus.TERMINATED)
         stop_forwards(self.name, machine_id)
+        pods = self._seer_pods().get(machine_id, [])  # one listing serves both steps below
         with contextlib.suppress(Exception):  # the pod may be stopped, gone or unreachable
-            self._end_in_pod(machine_id)
-        self._terminate_pods(machine_id)
+            self._end_in_pod(machine_id, pods)
+        self._terminate_pods(machine_id, pods)
         with contextlib.suppress(OSError):
             (_folder("keys") / machine_id).unlink(missing_ok=True)
 
-    def _end_in_pod(self, machine_id: str) -> None:
+    def _end_in_pod(self, machine_id: str, pods: Sequence[dict[str, Any]]) -> None:
         """The remote agent's ``end``: the sandbox's processes killed, its folder removed."""
         record = LEDGER.read(machine_id) or {}
         if not (record.get("ssh") and record.get("base") and (_folder("keys") / machine_id).is_file()):
             return
-        pod = api.sdk().get_pod(record["pod_id"]) if record.get("pod_id") else None
+        pod_id = record.get("pod_id")
+        pod = next((p for p in pods if p.get("id") == pod_id and "desiredStatus" in p), None)
+        if pod is None and pod_id:
+            pod = api.sdk().get_pod(pod_id)
         if pod is not None and pod.get("desiredStatus") == "RUNNING":
             conn = connect(SshOptions.model_validate(record["ssh"]))
             agent(conn, "end", record["base"], machine_id, "terminated", timeout=60)
 
+
+#: How long the start waits between looks at a booting pod: first, and at most.
+_POLL_FIRST = 0.2
+_POLL_MAX = 3.0
 
 #: Why hidden models and a network volume do not go together.
 _HIDDEN_ON_VOLUME = (

@@ -63,7 +63,7 @@ from seer_ssh.connection import Connection, SshConnectError, connect
 from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import AGENT, SshMachine, agent, provision
 from seer_ssh.options import SshOptions
-from seer_ssh.provider import hidden_model_problems
+from seer_ssh.provider import login_checks, paramiko_availability
 
 from seer_slurm.options import SlurmOptions, cluster_hosts, gres_type
 
@@ -298,26 +298,15 @@ class SlurmProvider(Provider):
 
     @classmethod
     def availability(cls) -> Availability:
-        try:
-            import paramiko  # noqa: F401
-        except ImportError:
-            return Availability(False, "paramiko is not installed (pip install 'seer[slurm]')")
-        return Availability(True)
+        return paramiko_availability("slurm")
 
     @classmethod
     def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
         problems = super().check_config(config)
-        if any(p.field == "provider" or p.field.startswith("provider_options") for p in problems):
+        reached = login_checks(config, problems, SlurmOptions, login=SlurmOptions.login, provider="slurm")
+        if reached is None:
             return problems
-        try:
-            options = SlurmOptions.resolve(config.provider_options)
-        except (ValidationError, ValueError) as exc:
-            return [*problems, ConfigProblem("provider_options", str(exc))]
-        problems += hidden_model_problems(config, options, provider="slurm")
-        try:
-            conn = connect(options.login())
-        except SshConnectError as exc:
-            return [*problems, ConfigProblem("provider_options.host", str(exc))]
+        options, conn = reached
         for i, pkg in enumerate(config.system_packages):
             problems.append(
                 ConfigProblem(

@@ -82,15 +82,36 @@ def _watchdog_alive(sb: str) -> bool:
     return _starttime(int(pid)) == start
 
 
-def begin(base: str, sandbox_id: str, meta: str) -> dict[str, str]:
+def begin(base: str, sandbox_id: str, meta: str, folders: str = "[]") -> dict[str, str]:
+    """The sandbox's folder and record, and ``folders`` (JSON list; relative ones are taken in the
+    sandbox's folder) made private (0700) in the same call."""
     sb = _sandbox_dir(base, sandbox_id)
+    wanted = json.loads(folders)
+    # the shared ones first: one that cannot be made leaves no sandbox folder behind
+    _private_dirs([f for f in wanted if os.path.isabs(f)])
     os.makedirs(os.path.join(base, "sandboxes"), mode=0o700, exist_ok=True)
     os.mkdir(sb, 0o700)
     os.mkdir(os.path.join(sb, "work"), 0o700)
+    try:
+        _private_dirs([os.path.join(sb, f) for f in wanted if not os.path.isabs(f)])
+    except SystemExit:
+        shutil.rmtree(sb, ignore_errors=True)
+        raise
     record = json.loads(meta)
     record.update(id=sandbox_id, status="running")
     _write(os.path.join(sb, "meta.json"), record)
     return {"dir": sb, "workdir": os.path.join(sb, "work")}
+
+
+def _private_dirs(paths: list[str]) -> None:
+    """Make each of ``paths`` (and its parents) a folder only its owner reads (0700)."""
+    for path in paths:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            os.chmod(path, 0o700)
+        except OSError as exc:
+            why = f"{path}: {exc.strerror}"
+            raise SystemExit(f"could not make seer's folders {', '.join(paths)}: {why}") from None
 
 
 def update(base: str, sandbox_id: str, changes: str) -> dict[str, Any]:
@@ -123,9 +144,11 @@ def _run_logged(argv: list[str]) -> None:
         raise SystemExit(f"{' '.join(argv[:4])} failed (exit {proc.returncode}):\n" + "\n".join(tail))
 
 
-def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
+def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[str, Any]:
     """The environment for ``requirements`` (JSON list) and seer's runtime from ``wheel`` (the
-    uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``."""
+    uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``. With
+    ``sandbox_id``, that sandbox's record gets the environment's ``python`` (as ``update`` would,
+    without another call)."""
     reqs = sorted(json.loads(requirements))
     key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
     envs = os.path.join(base, "envs")
@@ -158,7 +181,10 @@ def env(base: str, requirements: str, wheel: str) -> dict[str, Any]:
             with zipfile.ZipFile(wheel) as zf:
                 zf.extractall(runtime)
             open(os.path.join(runtime, ".complete"), "w").close()
-    return {"python": os.path.join(env_dir, "bin", "python"), "runtime": runtime, "built": built}
+    python = os.path.join(env_dir, "bin", "python")
+    if sandbox_id:
+        update(base, sandbox_id, json.dumps({"python": python}))
+    return {"python": python, "runtime": runtime, "built": built}
 
 
 def _remove_killed_builds(envs: str) -> None:

@@ -335,9 +335,15 @@ def provision(
         "timeout": spec.timeout,
         "base": base,
     }
-    made = agent(conn, "begin", base, sandbox_id, json.dumps(meta))
+    wheel = runtime_wheel()
+    remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
+    # 0700: the model cache names the models it holds; no other user of the host need read it.
+    # Made by the agent's begin (relative: in the sandbox's folder), one call for all of it.
+    shared_cache = posixpath.join(base, "hf-hub")
+    folders = [posixpath.dirname(remote_wheel), "hf-hub" if spec.private_model_cache else shared_cache]
+    made = agent(conn, "begin", base, sandbox_id, json.dumps(meta), json.dumps(folders))
     sb_dir = posixpath.dirname(made["workdir"])
-    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else posixpath.join(base, "hf-hub")
+    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else shared_cache
     record = {**meta, "workdir": made["workdir"], "model_cache": cache}
     machine = machine_cls(conn, sandbox_id, record, ledger)
     env = {
@@ -353,24 +359,16 @@ def provision(
     # the watchdog first: from here on the sandbox ends at its deadline whatever happens
     end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
     machine.start_watchdog(spec.timeout, [*end, "--", *then] if then else end)
-    wheel = runtime_wheel()
-    remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
-    folders = [posixpath.dirname(remote_wheel), cache]
-    # 0700: the model cache names the models it holds; no other user of the host need read it
-    made = shlex.join(folders)
-    code, out, err = conn.run(f"umask 077 && mkdir -p {made} && chmod 700 {made}")
-    if code != 0:
-        raise SandboxError(
-            f"could not make seer's folders {', '.join(folders)} on {conn.options.address}: "
-            + ((err.strip() or out.strip() or f"exit {code}").splitlines() or [""])[-1]
-        )
     try:
         conn.sftp(lambda sftp: sftp.stat(remote_wheel))
     except FileNotFoundError:
         conn.sftp(lambda sftp: sftp.put(str(wheel.path), remote_wheel + ".part"))
         conn.sftp(lambda sftp: sftp.posix_rename(remote_wheel + ".part", remote_wheel))
     requirements = [*spec.python_packages, *runtime_requirements()]
-    code, lines = _stream_agent(machine, ["env", base, json.dumps(requirements), remote_wheel], report)
+    # the agent records the environment's python in the sandbox's record itself (no "update")
+    code, lines = _stream_agent(
+        machine, ["env", base, json.dumps(requirements), remote_wheel, sandbox_id], report
+    )
     if code != 0:
         raise SandboxError(
             f"could not make the sandbox's Python environment on {conn.options.address}:\n{lines}"
@@ -388,7 +386,6 @@ def provision(
         ),
     )
     machine.record.update(python=machine.python)
-    agent(conn, "update", base, sandbox_id, json.dumps({"python": machine.python}))
     return machine
 
 

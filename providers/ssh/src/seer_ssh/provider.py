@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shlex
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import ValidationError
 from seer.config import GPU_CATALOGUE, SandboxConfig
@@ -39,7 +40,9 @@ from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import SshMachine, agent, provision, remote_sandboxes
 from seer_ssh.options import SshOptions, command_line_hosts
 
-__all__ = ["SshProvider", "remote_gpus"]
+OptionsT = TypeVar("OptionsT", bound=SshOptions)
+
+__all__ = ["SshProvider", "hidden_model_problems", "login_checks", "paramiko_availability", "remote_gpus"]
 
 
 def remote_gpus(conn: Connection) -> tuple[list[str], str]:
@@ -100,6 +103,43 @@ def host_problems(config: SandboxConfig, options: SshOptions, conn: Connection) 
     return problems
 
 
+def paramiko_availability(extra: str) -> Availability:
+    """Usable where paramiko is installed; else why not, naming ``seer[<extra>]``."""
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        return Availability(False, f"paramiko is not installed (pip install 'seer[{extra}]')")
+    return Availability(True)
+
+
+def login_checks(
+    config: SandboxConfig,
+    problems: list[ConfigProblem],
+    options_model: type[OptionsT],
+    *,
+    login: Callable[[OptionsT], SshOptions] | None = None,
+    provider: str = "ssh",
+) -> tuple[OptionsT, Connection] | None:
+    """The checks of a provider reached over SSH (seer-ssh, seer-slurm) before those of its own:
+    its options resolved, hidden models refused unless allowed, the host (``login(options)``)
+    reached. Appends what is wrong to ``problems``; returns the options and the connection when
+    the host's own checks can go on, else None."""
+    if any(p.field == "provider" or p.field.startswith("provider_options") for p in problems):
+        return None
+    try:
+        options = options_model.resolve(config.provider_options)
+    except (ValidationError, ValueError) as exc:
+        problems.append(ConfigProblem("provider_options", str(exc)))
+        return None
+    problems += hidden_model_problems(config, options, provider=provider)
+    try:
+        conn = connect(login(options) if login else options)
+    except SshConnectError as exc:
+        problems.append(ConfigProblem("provider_options.host", str(exc)))
+        return None
+    return options, conn
+
+
 def hidden_model_problems(
     config: SandboxConfig, options: SshOptions, *, provider: str = "ssh"
 ) -> list[ConfigProblem]:
@@ -149,26 +189,15 @@ class SshProvider(Provider):
 
     @classmethod
     def availability(cls) -> Availability:
-        try:
-            import paramiko  # noqa: F401
-        except ImportError:
-            return Availability(False, "paramiko is not installed (pip install 'seer[ssh]')")
-        return Availability(True)
+        return paramiko_availability("ssh")
 
     @classmethod
     def check_config(cls, config: SandboxConfig) -> list[ConfigProblem]:
         problems = super().check_config(config)
-        if any(p.field == "provider" or p.field.startswith("provider_options") for p in problems):
+        reached = login_checks(config, problems, SshOptions)
+        if reached is None:
             return problems
-        try:
-            options = SshOptions.resolve(config.provider_options)
-        except (ValidationError, ValueError) as exc:
-            return [*problems, ConfigProblem("provider_options", str(exc))]
-        problems += hidden_model_problems(config, options)
-        try:
-            conn = connect(options)
-        except SshConnectError as exc:
-            return [*problems, ConfigProblem("provider_options.host", str(exc))]
+        options, conn = reached
         if not any(p.field.startswith("gpu") for p in problems):
             problems += host_problems(config, options, conn)
         return problems

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from seer.config.base import ConfigSource
 from seer.config.schema import ExperimentConfig, format_loc
 from seer.errors import ConfigError, ConfigProblem
 
@@ -101,6 +102,9 @@ def load_config(path: str | os.PathLike[str]) -> ExperimentConfig:
         ]
         raise ConfigError(problems, title="Invalid config") from None
     stage1.notify()
+    config.set_source(
+        ConfigSource(fname, lambda field: (stage1.original(field), _line_for(field, stage1.lines)))
+    )
     return config
 
 

@@ -70,6 +70,19 @@ def _gpu_table() -> str:
     return "\n".join(rows)
 
 
+def _provider_options() -> str:
+    """One table per installed provider that takes ``provider_options``, from its options model."""
+    from seer import plugins
+
+    parts = []
+    for name, registration in sorted(plugins.providers().items()):
+        model = getattr(registration.cls, "options_model", None)
+        if model is None:
+            continue
+        parts.append(f'`provider="{name}"`:\n\n{_field_table(model)}')
+    return "\n\n".join(parts) or "(no installed provider takes options)"
+
+
 def _version() -> str:
     import seer
 
@@ -87,6 +100,7 @@ def render() -> str:
         "MODEL_CONFIG_TABLE": lambda: _field_table(ModelConfig),
         "REPO_CONFIG_TABLE": lambda: _field_table(RepoConfig),
         "GPU_TABLE": _gpu_table,
+        "PROVIDER_OPTIONS": _provider_options,
     }
 
     def fill(match: re.Match[str]) -> str:

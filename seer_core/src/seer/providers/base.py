@@ -126,6 +126,10 @@ class MachineSpec:
     #: the config has hidden models: give the machine a model cache of its own, not one shared with
     #: other sandboxes, whose folder names and blobs would let the agent identify them
     private_model_cache: bool = False
+    #: the config has ``debug=True``: core's ``debug`` step installs code-server into
+    #: :meth:`Machine.tools_dir` unless it is there, so a provider that builds images installs it
+    #: in a layer of its own (:mod:`seer.providers.code_server`) and every start finds it
+    code_server: bool = False
     #: called with lines of provisioning output (an image build, a pull) as they come
     progress: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
@@ -353,6 +357,16 @@ class Machine(ABC):
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
             tar.extractall(local_dir, filter="data")
 
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        """Which of ``paths`` (absolute) are directories in the machine (default: one exec). What
+        teardown asks before it copies the research record out: nothing is fetched for a folder
+        that is not there. A provider whose SDK can stat a path without starting a process
+        overrides it."""
+        listing = self.exec(
+            ["bash", "-c", 'for d in "$@"; do if [ -d "$d" ]; then echo "$d"; fi; done', "_", *paths]
+        ).check()
+        return set(listing.stdout.splitlines())
+
     def resolve(self, path: str) -> str:
         """An absolute path in the machine: relative paths are taken from :attr:`workdir`."""
         return path if posixpath.isabs(path) else posixpath.normpath(posixpath.join(self.workdir, path))
@@ -365,6 +379,17 @@ class Machine(ABC):
         overrides it to point at a cache that outlives the machine (a volume, the host's cache).
         """
         return posixpath.join(self.workdir, ".cache", "huggingface", "hub")
+
+    def tools_dir(self) -> str:
+        """Where seer installs the tools a sandbox uses beside its Python environment (code-server,
+        for ``SandboxConfig.debug``: :mod:`seer.sandbox.code_server`), as an absolute path in the
+        machine. Each tool is installed there once and reused while it is there.
+
+        The default, ``<workdir>/.seer/tools``, installs once per machine; a provider overrides it
+        to point at a folder that outlives the machine (the host's cache, where an image layer put
+        the tools), so a second sandbox installs nothing.
+        """
+        return posixpath.join(self.workdir, ".seer", "tools")
 
     # --- network and state ----------------------------------------------------------------
     @abstractmethod
@@ -471,8 +496,8 @@ class Provider(ABC):
                 ConfigProblem(
                     "debug",
                     f"provider {cls.name!r} cannot start a VS Code server (capability: code_server); "
-                    "set debug to false (seer's own providers offer none yet) and work through the "
-                    "sandbox's Jupyter server or shell",
+                    "set debug to false and work through the sandbox's Jupyter server or shell, "
+                    "or use a provider that has it (local, docker)",
                 )
             )
         return problems

@@ -24,6 +24,8 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from seer.kernel_names import tokenizer_var_name
+
 __all__ = [
     "HIDDEN_NAME",
     "describe",
@@ -46,12 +48,6 @@ _TOKENIZER_FILES = (
     "vocab.json",
     "spiece.model",
 )
-
-
-def tokenizer_var_name(var_name: str) -> str:
-    """The kernel variable a model's tokenizer is bound to: ``tokenizer`` for ``model``, else
-    ``<var_name>_tokenizer``."""
-    return "tokenizer" if var_name == "model" else f"{var_name}_tokenizer"
 
 
 #: Device maps that spread a model over whatever devices there are (accelerate decides).

@@ -43,6 +43,7 @@ import posixpath
 import secrets
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -52,13 +53,14 @@ from seer.runtime.models import MODELS_KEY_ENV, name_hmac
 if TYPE_CHECKING:
     from seer.config import ModelConfig
     from seer.progress import Progress
-    from seer.sandbox import Sandbox
+    from seer.providers.base import Machine
 
 __all__ = [
     "HIDDEN_DISPLAY_NAME",
     "MANIFEST_ENV",
     "MODELS_KEY_ENV",
     "ModelHandle",
+    "PreparedModels",
     "manifest_path",
     "models_key",
     "name_hmac",
@@ -77,13 +79,14 @@ HIDDEN_DISPLAY_NAME = "hidden model"
 _KEY_SERVICE = "models_key"
 
 
-def models_key(sandbox: Sandbox) -> str | None:
+def models_key(services: Mapping[str, Any]) -> str | None:
     """The sandbox's models key (hex), which a process running the user's own code (an interface
     served over RPC) needs to find a hidden model by its name; None without hidden models. Never
     give it to what the agent runs (the kernel, a shell): with the key, the agent could test names
     against the manifest. Hand it over in a file the process deletes once read, never in its
-    environment (``/proc/<pid>/environ`` shows that to every process of the user)."""
-    key = sandbox.services.get(_KEY_SERVICE)
+    environment (``/proc/<pid>/environ`` shows that to every process of the user). ``services``:
+    the sandbox's recorded services (``Sandbox.services``)."""
+    key = services.get(_KEY_SERVICE)
     return str(key) if key else None
 
 
@@ -215,26 +218,27 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
-def _visible_local_dirs(sandbox: Sandbox, cache_dir: str) -> dict[str, str]:
+def _visible_local_dirs(machine: Machine, models: list[ModelConfig], cache_dir: str) -> dict[str, str]:
     """Local model directories, as paths in the machine: uploaded there when it cannot see them."""
     out: dict[str, str] = {}
-    for m in sandbox.config.models:
+    for m in models:
         for path in (m.name, m.base_model):
             if not path or not path.startswith("/") or path in out:
                 continue
-            if sandbox.exec(["test", "-d", path]).ok:
+            if machine.exec(["test", "-d", path]).ok:
                 out[path] = path
                 continue
             digest = hashlib.sha256(path.encode()).hexdigest()[:12]
             dest = posixpath.join(posixpath.dirname(cache_dir.rstrip("/")), "seer-local", f"d-{digest}")
-            out[path] = sandbox.upload_dir(path, dest)
+            out[path] = machine.resolve(dest)
+            machine.put_dir(path, out[path])
     return out
 
 
-def _fetch_spec(sandbox: Sandbox, cache_dir: str, local_dirs: dict[str, str]) -> dict[str, Any]:
+def _fetch_spec(configs: list[ModelConfig], cache_dir: str, local_dirs: dict[str, str]) -> dict[str, Any]:
     models = []
-    secret = _client_secret() if any(m.hidden for m in sandbox.config.models) else b""
-    for m in sandbox.config.models:
+    secret = _client_secret() if any(m.hidden for m in configs) else b""
+    for m in configs:
         name = local_dirs.get(m.name, m.name)
         base = local_dirs.get(m.base_model, m.base_model) if m.base_model else None
         entry: dict[str, Any] = {"name": name, "revision": m.revision, "hidden": m.hidden, "base_model": base}
@@ -249,9 +253,8 @@ def _fetch_spec(sandbox: Sandbox, cache_dir: str, local_dirs: dict[str, str]) ->
 
 
 def _run_fetcher(
-    sandbox: Sandbox, spec: dict[str, Any], cache_dir: str, progress: Progress
+    machine: Machine, models: list[ModelConfig], spec: dict[str, Any], cache_dir: str, progress: Progress
 ) -> dict[str, Any]:
-    models = sandbox.config.models
     pending = ""
     result: dict[str, Any] | None = None
 
@@ -292,11 +295,10 @@ def _run_fetcher(
             if isinstance(event, dict):
                 on_event(event)
 
-    machine = sandbox.machine
     res = machine.exec(
         [machine.python, "-m", "seer.runtime.fetch"],
         stdin=json.dumps(spec).encode(),
-        env={**sandbox.env, "HF_HUB_CACHE": cache_dir},
+        env={"HF_HUB_CACHE": cache_dir},
         on_output=on_output,
     )
     if pending.strip():
@@ -308,12 +310,12 @@ def _run_fetcher(
                 for name in filter(None, (m.name, m.base_model)):
                     tail = tail.replace(name, HIDDEN_DISPLAY_NAME)
         raise SandboxError(
-            f"the model fetcher left no result: it {_how_it_ended(sandbox, res.exit_code)}\n{tail}"
+            f"the model fetcher left no result: it {_how_it_ended(machine, res.exit_code)}\n{tail}"
         )
     return result
 
 
-def _how_it_ended(sandbox: Sandbox, exit_code: int) -> str:
+def _how_it_ended(machine: Machine, exit_code: int) -> str:
     """How a fetcher that left no result ended: its exit status, the signal that killed it
     (shells report 128 + its number), and the sandbox's state: a fetcher killed with its machine
     (removed, lost, expired) reads differently from one killed in a machine that still runs."""
@@ -324,7 +326,7 @@ def _how_it_ended(sandbox: Sandbox, exit_code: int) -> str:
         if exit_code > 128:
             text += f" ({signal.Signals(exit_code - 128).name})"
     try:
-        status = sandbox.machine.status()
+        status = machine.status()
     except Exception as exc:  # the error being raised matters more than this detail
         return f"{text}; the sandbox's state is unknown ({type(exc).__name__})"
     return f"{text}; the sandbox is {status.value}"
@@ -366,23 +368,43 @@ def _stems(models: list[ModelConfig]) -> list[str]:
     return [s if stems.count(s) == 1 else f"{s}-{m.var_name}" for s, m in zip(stems, models, strict=True)]
 
 
-def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
-    """Fetch ``sandbox.config.models`` in the sandbox and make them findable there (the ``models``
-    step of ``Sandbox.start()``). Returns their handles.
+@dataclass(frozen=True)
+class PreparedModels:
+    """What the ``models`` step made: the handles, the variables everything run in the sandbox
+    gets from now on (``MODEL_<ID>_PATH``, the manifest, ``HF_HUB_CACHE``) and the services to
+    record with the sandbox (the handles; the models key when a model is hidden)."""
+
+    handles: list[ModelHandle]
+    env: dict[str, str]
+    services: dict[str, Any]
+
+
+def prepare_models(
+    machine: Machine, models: list[ModelConfig], progress: Progress, *, provider: str, hides_models: bool
+) -> PreparedModels:
+    """Fetch ``models`` into ``machine`` and make them findable there (the ``models`` step of
+    ``Sandbox.start()``). Returns what it made; the sandbox records it. ``hides_models``: whether
+    the ``provider`` (its name) keeps a hidden model's identity from the agent
+    (``Capabilities.hides_models``); without it, a hidden model gets a warning.
 
     Raises :class:`~seer.errors.ModelFetchError` (a :class:`~seer.errors.ConfigError`) naming
     ``models[i]`` and the model id when a repo does not exist, is gated and no token with access
     was given, the revision does not exist, or it is neither cached nor downloadable.
     """
-    models = list(sandbox.config.models)
+    models = list(models)
     if not models:
-        return []
-    if any(m.hidden for m in models):
-        _warn_if_unhidden(sandbox)
-    cache_dir = sandbox.machine.model_cache_dir()
-    local_dirs = _visible_local_dirs(sandbox, cache_dir)
-    spec = _fetch_spec(sandbox, cache_dir, local_dirs)
-    result = _run_fetcher(sandbox, spec, cache_dir, progress)
+        return PreparedModels([], {}, {})
+    if any(m.hidden for m in models) and not hides_models:
+        log.warning(
+            "hidden models: the %r provider cannot hide a model's identity from the agent "
+            "(it can read your files and the shared model cache); use a provider that isolates "
+            "the sandbox, such as docker",
+            provider,
+        )
+    cache_dir = machine.model_cache_dir()
+    local_dirs = _visible_local_dirs(machine, models, cache_dir)
+    spec = _fetch_spec(models, cache_dir, local_dirs)
+    result = _run_fetcher(machine, models, spec, cache_dir, progress)
     problems = _problems(result, models)
     if problems:
         raise ModelFetchError(problems)
@@ -422,39 +444,22 @@ def prepare_models(sandbox: Sandbox, progress: Progress) -> list[ModelHandle]:
             base_id = _env_id(h.base_model)
             env.setdefault(f"MODEL_{base_id}_PATH", h.base_path)
 
+    services: dict[str, Any] = {}
     key = secrets.token_hex(32) if any(h.hidden for h in handles) else None
     if key:  # kept by the client (the sandbox's record), handed only to served interfaces
-        sandbox.set_service(_KEY_SERVICE, key)
-    workdir = sandbox.workdir
-    manifest = manifest_path(workdir)
+        services[_KEY_SERVICE] = key
+    manifest = manifest_path(machine.workdir)
     entries = [h.manifest_entry(key) for h in handles]
-    sandbox.write_file(manifest, json.dumps({"models": entries}, indent=2))
-    links_dir = posixpath.join(workdir, ".seer", "models")
+    machine.write_bytes(manifest, json.dumps({"models": entries}, indent=2).encode())
+    links_dir = posixpath.join(machine.workdir, ".seer", "models")
     script = [f"mkdir -p {shlex.quote(links_dir)}"]
     for h, stem in zip(handles, _stems(models), strict=True):
         if not h.hidden:
             link = posixpath.join(links_dir, stem)
             script.append(f"ln -sfn {shlex.quote(h.path)} {shlex.quote(link)}")
-    sandbox.exec(" && ".join(script), check=True)
-    sandbox.add_env({**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir})
-    sandbox.set_service("models", [h.to_dict() for h in handles])
-    return handles
-
-
-def _warn_if_unhidden(sandbox: Sandbox) -> None:
-    """Say, in one line on stderr (the ``seer`` logger), when the provider cannot keep a hidden
-    model's identity from the agent: seer anonymises what it writes, but the agent could still
-    read what the provider shows it (the user's files, a model cache shared under real names)."""
-    from seer import plugins
-
-    provider = plugins.get_provider(sandbox.provider)
-    if not provider.capabilities.hides_models:
-        log.warning(
-            "hidden models: the %r provider cannot hide a model's identity from the agent "
-            "(it can read your files and the shared model cache); use a provider that isolates "
-            "the sandbox, such as docker",
-            provider.name,
-        )
+    machine.exec(" && ".join(script)).check()
+    services["models"] = [h.to_dict() for h in handles]
+    return PreparedModels(handles, {**env, MANIFEST_ENV: manifest, "HF_HUB_CACHE": cache_dir}, services)
 
 
 def _env_id(name: str) -> str:

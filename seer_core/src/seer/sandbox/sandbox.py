@@ -16,7 +16,6 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
@@ -31,8 +30,8 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
-from seer.ids import sandbox_id_providers
 from seer.outputs import client_outputs_dir, copy_out
+from seer.preflight import preflight, sandbox_id_providers
 from seer.progress import Progress
 from seer.providers.base import (
     ExecResult,
@@ -46,10 +45,13 @@ from seer.providers.base import (
 )
 from seer.sandbox import bootstrap
 from seer.sandbox.bootstrap import RepoHandle
+from seer.sandbox.code_server import start_code_server
+from seer.sandbox.execution_mode import ExecutionModePlugin
 from seer.sandbox.model_cache import ModelHandle, prepare_models
+from seer.sandbox.record import SandboxRecord
 from seer.state import end_record, prune_records, read_json, record_path, records_dir, write_json
 
-__all__ = ["RepoHandle", "Sandbox"]
+__all__ = ["RepoHandle", "Sandbox", "SandboxRecord"]
 
 
 def _records() -> Path:
@@ -59,20 +61,38 @@ def _records() -> Path:
 class Sandbox:
     """A sandbox on a provider. ``Sandbox(config).start()`` returns the started sandbox."""
 
-    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | bool | None = None):
-        """``progress``: where setup and teardown say what they do (stderr by default; ``False``
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        *,
+        progress: Progress | bool | None = None,
+        record: SandboxRecord | None = None,
+        machine: Machine | None = None,
+    ):
+        """``Sandbox(config)``: a sandbox to :meth:`start`. ``Sandbox(record=..., machine=...)``:
+        one rebuilt from its :class:`~seer.sandbox.record.SandboxRecord` (what :meth:`attach` and
+        :meth:`from_snapshot` use), holding ``machine`` when it runs already.
+
+        ``progress``: where setup and teardown say what they do (stderr by default; ``False``
         silences it, as ``$SEER_QUIET=1`` does; a :class:`~seer.progress.Progress` of your own)."""
-        self.config = config if config is not None else SandboxConfig()
-        self._machine: Machine | None = None
-        self._provider_name = self.config.provider_name
-        self._name: str | None = None
-        self._repos: list[RepoHandle] = []
-        self._services: dict[str, Any] = {}
+        if record is None:
+            config = config if config is not None else SandboxConfig()
+            record = SandboxRecord(provider=config.provider_name, config=config)
+        elif config is not None:
+            raise TypeError("Sandbox() takes a config or a record, not both")
+        self.config = record.config
+        self._machine = machine
+        self._provider: Provider | None = None
+        self._provider_name = record.provider
+        self._name = record.name
+        self._repos = list(record.repos)
+        self._services = dict(record.services)
         #: variables core sets for everything run in the sandbox after provisioning (model paths, ...)
-        self._env: dict[str, str] = {}
+        self._env = dict(record.env)
         self._progress = progress if isinstance(progress, Progress) else Progress(enabled=progress)
-        self._outputs_dir: Path | None = None
-        self._created_at: float | None = None
+        self._outputs_dir = record.outputs_dir
+        self._created_at = record.created_at
+        self._snapshot = record.snapshot
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(self, name: str | None = None, *, quiet: bool = False) -> Sandbox:
@@ -90,11 +110,12 @@ class Sandbox:
             raise SandboxError(f"sandbox {self._machine.id} is already started")
         if name is not None and not name.strip():
             raise ConfigError("name: must not be empty")
-        config = self.config
-        secret_values = config.preflight()
+        resolved = preflight(self.config)
+        config = self.config = resolved.config
         prune_records()
-        provider = plugins.get_provider(self._provider_name)
-        mode_cls = plugins.get_execution_mode(str(config.execution_mode))
+        provider = self._provider = resolved.provider()
+        self._provider_name = resolved.provider_name
+        mode_cls = resolved.execution_mode
         self._name = name or getattr(config, "name", None) or "sandbox"
         progress = Progress(enabled=False) if quiet else self._progress
         spec = MachineSpec(
@@ -109,38 +130,52 @@ class Sandbox:
             ),
             system_packages=list(config.system_packages),
             env=dict(config.env),
-            secrets=secret_values,
+            secrets=dict(resolved.secrets),
             labels={"seer.name": self._name},
             options=provider.parse_options(config),
-            snapshot=getattr(self, "_restore_from", None),
+            snapshot=self._snapshot,
             repos=list(config.repos),
             private_model_cache=any(m.hidden for m in config.models),
+            code_server=config.debug,
             progress=progress.update,
         )
         step = "provision"
         try:
             with progress.step(f"Provisioning a sandbox on {provider.name}"):
-                self._machine = provider.create(spec)
+                machine = self._machine = provider.create(spec)
             plugins.hook().seer_sandbox_provisioned(sandbox=self)
+            # Each step takes what it needs and returns what it made; the sandbox records it.
             step = "packages"
-            if config.python_packages and not self._machine.packages_installed:
+            if config.python_packages and not machine.packages_installed:
                 with progress.step("Installing Python packages"):
-                    bootstrap.install_packages(self, config.python_packages, progress)
+                    bootstrap.install_packages(machine, config.python_packages, progress)
             step = "files"
             if config.local_files or config.local_dirs:
                 with progress.step("Copying local files"):
-                    bootstrap.copy_local_files(self, config)
+                    bootstrap.copy_local_files(machine, config)
             step = "repos"
             for repo in config.repos:
                 with progress.step(f"Cloning {repo.url}"):
-                    self._repos.append(bootstrap.clone_repo(self, repo))
+                    self._repos.append(bootstrap.clone_repo(machine, repo))
             step = "models"
             if config.models:
                 with progress.step(f"Fetching {len(config.models)} model(s)"):
-                    prepare_models(self, progress)
+                    made = prepare_models(
+                        machine,
+                        config.models,
+                        progress,
+                        provider=provider.name,
+                        hides_models=provider.capabilities.hides_models,
+                    )
+                self._env.update(made.env)
+                self._services.update(made.services)
             step = "execution mode"
             with progress.step(f"Preparing {mode_cls.name} mode"):
                 mode_cls().prepare(self)
+            step = "debug"
+            if config.debug:
+                with progress.step("Starting VS Code (code-server)"):
+                    self._services.update(start_code_server(machine, self._env, progress))
             step = "record"
             self._save_record()
             # Until here, a starter that dies takes the half-made sandbox with it.
@@ -154,6 +189,12 @@ class Sandbox:
             raise SandboxStartError(step, reason, sandbox_id=sandbox_id) from exc
         plugins.hook().seer_sandbox_started(sandbox=self)
         return self
+
+    def _provider_handle(self) -> Provider:
+        """The provider this sandbox runs on: the one it started or was attached with."""
+        if self._provider is None:
+            self._provider = plugins.get_provider(self._provider_name)
+        return self._provider
 
     def _abort(self, provider: Provider) -> None:
         if self._machine is None:
@@ -179,32 +220,49 @@ class Sandbox:
         if self._machine is None:
             return None
         snap = None
-        if self._machine.status().alive:
+        # Whether the machine still runs: asked first only where something must run before the
+        # copy (a snapshot, an execution mode's flush). Otherwise the copy's own first step asks
+        # (SandboxNotRunningError: nothing left to copy), one round trip less per teardown.
+        mode = self._execution_mode()
+        ask_first = save_snapshot or (mode is not None and type(mode).flush is not ExecutionModePlugin.flush)
+        if not ask_first or self._machine.status().alive:
             if save_snapshot:
                 snap = self.snapshot(snapshot_description)
-            self._flush_execution_mode()
-            self._keep_outputs(force)
-            plugins.hook().seer_sandbox_terminating(sandbox=self)
+            if ask_first:
+                self._flush_execution_mode(mode)
+            if self._keep_outputs(force):
+                plugins.hook().seer_sandbox_terminating(sandbox=self)
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
-        plugins.get_provider(self._provider_name).terminate(self._machine.id)
+        self._provider_handle().terminate(self._machine.id)
         end_record(self._machine.id, self._machine.status().value)
         return snap
 
-    def _flush_execution_mode(self) -> None:
+    def _execution_mode(self) -> ExecutionModePlugin | None:
+        try:
+            return plugins.get_execution_mode(str(self.config.execution_mode))()
+        except Exception as exc:
+            self._progress.note(f"could not save everything before the copy: {exc}")
+            return None
+
+    def _flush_execution_mode(self, mode: ExecutionModePlugin | None) -> None:
         """Let the execution mode write out what it holds in memory (a notebook's live document)
         before the copy; what fails is noted, never a reason to keep the sandbox."""
+        if mode is None:
+            return
         try:
-            mode = plugins.get_execution_mode(str(self.config.execution_mode))()
             mode.flush(self)
         except Exception as exc:
             self._progress.note(f"could not save everything before the copy: {exc}")
 
-    def _keep_outputs(self, force: bool) -> None:
+    def _keep_outputs(self, force: bool) -> bool:
         """Copy the notebooks and outputs to :attr:`outputs_dir`, or refuse to go on (unless
-        ``force``), so the agent's record is never deleted silently."""
+        ``force``), so the agent's record is never deleted silently. False: the machine had
+        already ended (there is nothing left to copy)."""
         dest = self.outputs_dir
         try:
             kept = copy_out(self.machine, dest)
+        except SandboxNotRunningError:
+            return False
         except Exception as exc:
             why = f"could not copy the notebooks and outputs of sandbox {self.sandbox_id} to {dest}: {exc}"
             if not force:
@@ -214,9 +272,10 @@ class Sandbox:
                     "`seer down --force` to delete it anyway"
                 ) from exc
             self._progress.note(f"{why}; deleting it anyway (force)")
-            return
+            return True
         if kept.files:
             self._progress.note(kept.summary(self.sandbox_id))
+        return True
 
     def __enter__(self) -> Sandbox:
         if self._machine is None:
@@ -237,25 +296,14 @@ class Sandbox:
         id no provider knows.
         """
         candidates = sandbox_id_providers(sandbox_id)
-        record = None
+        data = None
         with contextlib.suppress(OSError, ValueError):
-            record = read_json(record_path(sandbox_id))
+            data = read_json(record_path(sandbox_id))
         # A record is a file: trust it only to name one of the providers the id can belong to.
-        if isinstance(record, dict) and record.get("provider") in candidates:
-            config = (
-                SandboxConfig.model_validate(record["config"])
-                if "config" in record
-                else SandboxConfig(provider=record["provider"])  # an ended sandbox's record
-            )
-            sandbox = cls(config)
-            sandbox._provider_name = record["provider"]
-            sandbox._name = record.get("name")
-            sandbox._repos = [RepoHandle(**r) for r in record.get("repos", [])]
-            sandbox._services = record.get("services", {})
-            sandbox._env = record.get("env", {})
-            sandbox._outputs_dir = Path(record["outputs_dir"]) if record.get("outputs_dir") else None
-            sandbox._machine = plugins.get_provider(record["provider"]).attach(sandbox_id)
-            return sandbox
+        if isinstance(data, dict) and data.get("provider") in candidates:
+            record = SandboxRecord.from_json(data)
+            machine = plugins.get_provider(record.provider).attach(sandbox_id)
+            return cls(record=record, machine=machine)
         for name, reg in plugins.providers().items():
             if name not in candidates or not reg.cls.availability().usable:  # type: ignore[attr-defined]
                 continue
@@ -264,10 +312,9 @@ class Sandbox:
                 machine = provider.attach(sandbox_id)
             except SandboxNotFoundError:
                 continue
-            sandbox = cls(SandboxConfig(provider=name))
-            sandbox._provider_name = name
-            sandbox._machine = machine
-            return sandbox
+            return cls(
+                record=SandboxRecord(provider=name, config=SandboxConfig(provider=name)), machine=machine
+            )
         raise SandboxNotFoundError(f"no sandbox {sandbox_id!r} on any installed provider")
 
     @classmethod
@@ -281,30 +328,29 @@ class Sandbox:
                 f"provider: snapshot {snap.id} belongs to provider {snap.provider!r}, "
                 f"but the config runs on {config.provider_name!r}"
             )
-        sandbox = cls(config)
-        sandbox._restore_from = snap  # type: ignore[attr-defined]
-        return sandbox.start(name=name)
+        return cls(record=SandboxRecord(provider=config.provider_name, config=config, snapshot=snap)).start(
+            name=name
+        )
+
+    @property
+    def record(self) -> SandboxRecord:
+        """The sandbox's state as its record keeps it (a copy): ``Sandbox(record=...)`` rebuilds it."""
+        return SandboxRecord(
+            provider=self._provider_name,
+            config=self.config,
+            name=self._name,
+            created_at=self._created_at,
+            repos=list(self._repos),
+            services=dict(self._services),
+            env=dict(self._env),
+            outputs_dir=self._outputs_dir,
+            snapshot=self._snapshot,
+        )
 
     def _save_record(self) -> None:
-        created = self._created_at = self._created_at or time.time()
-        write_json(
-            record_path(self.machine.id),
-            {
-                "id": self.machine.id,
-                "provider": self._provider_name,
-                "name": self._name,
-                "created_at": created,
-                # no sandbox outlives this: its record expires from here at the latest
-                "expires_at": created + self.config.timeout,
-                "config": self.config.model_dump(
-                    mode="json", exclude={"name"} & set(type(self.config).model_fields)
-                ),
-                "repos": [asdict(r) for r in self._repos],
-                "services": self._services,
-                "env": self._env,
-                "outputs_dir": str(self.outputs_dir),
-            },
-        )
+        self._created_at = self._created_at or time.time()
+        self._outputs_dir = self.outputs_dir
+        write_json(record_path(self.machine.id), self.record.to_json(self.machine.id))
 
     # --- state plugins and modes add to (public: seer's own modes use nothing else) ----------
     def set_service(self, key: str, value: Any) -> None:
@@ -397,8 +443,14 @@ class Sandbox:
 
     @property
     def code_server_url(self) -> str | None:
-        """The VS Code server's URL, when ``debug=True`` started one."""
+        """The VS Code server's URL (code-server, opening the working directory), when
+        ``debug=True`` started one. The browser asks once for :attr:`code_server_password`."""
         return self._services.get("code_server_url")
+
+    @property
+    def code_server_password(self) -> str | None:
+        """The secret the VS Code server at :attr:`code_server_url` asks for (random per sandbox)."""
+        return (self._services.get("code_server") or {}).get("password")
 
     # --- running things -------------------------------------------------------------------
     def exec(
@@ -466,21 +518,11 @@ class Sandbox:
     def upload_file(self, local_path: str | os.PathLike[str], remote_path: str | None = None) -> str:
         """Copy a local file into the sandbox (default: its name, in the working directory).
         Returns the path in the sandbox."""
-        local = Path(local_path)
-        if not local.is_file():
-            raise FileNotFoundError(f"local file {str(local)!r} does not exist")
-        remote = self.machine.resolve(remote_path or local.name)
-        self.machine.write_bytes(remote, local.read_bytes(), mode=local.stat().st_mode & 0o777)
-        return remote
+        return bootstrap.upload_file(self.machine, local_path, remote_path)
 
     def upload_dir(self, local_dir: str | os.PathLike[str], remote_dir: str | None = None) -> str:
         """Copy a local directory into the sandbox. Returns the path in the sandbox."""
-        local = Path(local_dir)
-        if not local.is_dir():
-            raise NotADirectoryError(f"local directory {str(local)!r} does not exist")
-        remote = self.machine.resolve(remote_dir or local.name)
-        self.machine.put_dir(local, remote)
-        return remote
+        return bootstrap.upload_dir(self.machine, local_dir, remote_dir)
 
     def download_dir(self, remote_dir: str, local_dir: str | os.PathLike[str]) -> Path:
         """Copy a directory out of the sandbox."""

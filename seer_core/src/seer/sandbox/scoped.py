@@ -55,10 +55,12 @@ from seer.errors import (
     SeerError,
 )
 from seer.progress import Progress
+from seer.providers.base import Machine
 from seer.rpc.client import RpcClient, ServedInterface
 from seer.rpc.spec import FunctionSpec, inspect_interface
 from seer.sandbox import Sandbox
 from seer.sandbox.model_cache import models_key
+from seer.sandbox.record import SandboxRecord
 from seer.workspace import Workspace
 
 __all__ = ["INTERFACES_DIR", "ScopedSandbox"]
@@ -84,7 +86,17 @@ class ScopedSandbox(Sandbox):
     with ``execution_mode="local"`` is used).
     """
 
-    def __init__(self, config: SandboxConfig | None = None, *, progress: Progress | None = None):
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        *,
+        progress: Progress | None = None,
+        record: SandboxRecord | None = None,
+        machine: Machine | None = None,
+    ):
+        if record is not None:  # rebuilt from its record (attach): its config is what ran
+            super().__init__(config, progress=progress, record=record, machine=machine)
+            return
         config = config if config is not None else SandboxConfig()
         if config.execution_mode is not ExecutionMode.LOCAL:
             if "execution_mode" in config.model_fields_set:
@@ -94,7 +106,7 @@ class ScopedSandbox(Sandbox):
                     stacklevel=2,
                 )
             config = config.model_copy(update={"execution_mode": ExecutionMode.LOCAL})
-        super().__init__(config, progress=progress)
+        super().__init__(config, progress=progress, machine=machine)
 
     # --- lifecycle ------------------------------------------------------------------------
     def start(  # type: ignore[override]
@@ -120,7 +132,7 @@ class ScopedSandbox(Sandbox):
                 )
             except BaseException as exc:
                 sandbox_id = self._machine.id if self._machine else None
-                self._abort(plugins.get_provider(self._provider_name))
+                self._abort(self._provider_handle())
                 if isinstance(exc, KeyboardInterrupt | SystemExit):
                     raise
                 reason = str(exc) if isinstance(exc, SeerError) else f"{type(exc).__name__}: {exc}"
@@ -301,7 +313,7 @@ class ScopedSandbox(Sandbox):
             argv += ["--max-request-bytes", str(max_request_bytes)]
         # The interface is the user's code: it may find a hidden model by its name (the models
         # key); the agent reaches it only through the functions it exposes.
-        key = models_key(self)
+        key = models_key(self.services)
         key_file = machine.resolve(posixpath.join(RPC_STATE_DIR, f"{name}.models-key"))
         if key:
             argv += ["--models-key-file", key_file]

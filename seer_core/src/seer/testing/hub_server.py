@@ -43,10 +43,12 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from seer.testing.loopback import LoopbackServer
 
 __all__ = [
     "HubServer",
@@ -208,7 +210,7 @@ _RESOLVE_RE = re.compile(rf"^/{_REPO}/resolve/(?P<rev>[^/]+)/(?P<path>.+)$")
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-class HubServer:
+class HubServer(LoopbackServer):
     """Serve local directories as Hub model repos on ``http://127.0.0.1:<free port>``.
 
     ``repos`` maps a repo id to a directory (served as branch ``main``) or to a mapping of branch name to
@@ -222,6 +224,14 @@ class HubServer:
             snapshot_download("org/name", cache_dir=tmp)
             assert hub.bytes_served > 0
     """
+
+    handler_attribute = "hub"
+    thread_name = "seer-hub-server"
+    what = "HubServer"
+
+    def request_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The handler answering each connection (this module's)."""
+        return _Handler
 
     def __init__(
         self,
@@ -247,52 +257,15 @@ class HubServer:
         self._bytes_served = 0
         self._requests: list[ServedRequest] = []
         self._interrupts: dict[tuple[str, str], int] = {}
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
-
-    def start(self) -> HubServer:
-        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
-        if self._httpd is not None:
-            return self
-        handler = type("_BoundHandler", (_Handler,), {"hub": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="seer-hub-server",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port; safe to call twice."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> HubServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # -- what tests look at --------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
         """The endpoint to give huggingface_hub (``HF_ENDPOINT`` or ``endpoint=``)."""
-        if self._httpd is None:
-            raise RuntimeError("HubServer is not running; use it as a context manager or call start()")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self.origin
 
     @property
     def bytes_served(self) -> int:

@@ -21,8 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from seer.testing.loopback import LoopbackServer
 
 __all__ = ["Call", "FakeModelServer", "ModelRequest", "Say", "Step", "ToolResult", "forever"]
 
@@ -87,10 +89,18 @@ def forever(tool: str, arguments: dict[str, Any] | None = None) -> Callable[[Mod
     return lambda request: Call(tool, dict(arguments or {}))
 
 
-class FakeModelServer:
+class FakeModelServer(LoopbackServer):
     """Serves a scripted model on ``http://127.0.0.1:<free port>``. Subclasses speak one API:
     :meth:`parse` reads a request body into a :class:`ModelRequest`, :meth:`respond` writes the
     answer for a step, :attr:`routes` names the POST paths of model requests."""
+
+    handler_attribute = "fake"
+    thread_name = "seer-fake-model"
+    what = "the fake model server"
+
+    def request_handler(self) -> type[BaseHTTPRequestHandler]:
+        """The handler answering each connection (this module's)."""
+        return _Handler
 
     #: POST paths that are model requests
     routes: tuple[str, ...] = ()
@@ -107,8 +117,6 @@ class FakeModelServer:
         #: title, a quota check), answered ``ok`` without taking a step of the script
         self.side_requests: list[ModelRequest] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._ids = 0
 
     def reset(self, script: Sequence[Step]) -> None:
@@ -158,44 +166,6 @@ class FakeModelServer:
         return calls
 
     # --- serving -------------------------------------------------------------------------
-    def start(self) -> FakeModelServer:
-        """Bind a free port on 127.0.0.1 and serve in a daemon thread."""
-        if self._httpd is not None:
-            return self
-        handler = type("_Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="seer-fake-model",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port; safe to call twice."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = self._thread = None
-
-    def __enter__(self) -> FakeModelServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def origin(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        if self._httpd is None:
-            raise RuntimeError("the fake model server is not running; use it as a context manager")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -21,14 +21,15 @@ import fcntl
 import io
 import shlex
 import socket
-import struct
-import tarfile
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from seer.providers.kit import StreamFrames
+from seer.testing import docker_engine
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -68,66 +69,12 @@ class LayerBuildError(RuntimeError):
 def docker_client() -> DockerClient:
     """A client of the engine ``DOCKER_HOST`` (or the local socket) names, with room for many
     concurrent blocking calls (one ``wait`` per sandbox, one stream per exec)."""
-    try:
-        import docker
-    except ModuleNotFoundError as exc:
-        if exc.name != "docker":
-            raise
-        raise ImportError(
-            "seer_modal.testing realises its sandboxes as Docker containers and needs the docker package: "
-            'pip install "seer-modal[testing]"',
-            name="docker",
-        ) from None
-
-    return docker.from_env(timeout=300, max_pool_size=64)
+    return docker_engine.docker_client("seer_modal.testing", "seer-modal[testing]", max_pool_size=64)
 
 
 def engine_problem(base_image: str) -> str | None:
     """Why sandboxes cannot be realised here (no engine, or no local base image), or None."""
-    try:
-        client = docker_client()
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
-    from docker.errors import ImageNotFound
-
-    try:
-        client.images.get(base_image)
-    except ImageNotFound:
-        return f"the Docker engine has no local base image {base_image} (scripts/docker-engine builds it)"
-    return None
-
-
-def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    """A tar archive of ``{path: (data, mode)}``."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, (data, mode) in files.items():
-            info = tarfile.TarInfo(name.lstrip("/"))
-            info.size = len(data)
-            info.mode = mode
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-class _Frames:
-    """Demultiplexes Docker's attach stream: an 8-byte header (stream, 0, 0, 0, size), then data."""
-
-    def __init__(self, on_data: Callable[[int, bytes], None]):
-        self._buf = bytearray()
-        self._on_data = on_data
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-        while len(self._buf) >= 8:
-            kind, size = struct.unpack(">BxxxL", self._buf[:8])
-            if len(self._buf) < 8 + size:
-                return
-            payload = bytes(self._buf[8 : 8 + size])
-            del self._buf[: 8 + size]
-            if payload:
-                self._on_data(kind, payload)
+    return docker_engine.engine_problem(docker_client, base_image)
 
 
 class ExecProcess:
@@ -175,7 +122,7 @@ class ExecProcess:
             return False
 
     def _pump(self) -> None:
-        frames = _Frames(self._on_data)
+        frames = StreamFrames(self._on_data)
         raw = self._raw
         try:
             while True:
@@ -198,7 +145,7 @@ class ExecProcess:
                 raw.close()
             self._on_exit(self._exit_code())
 
-    def _drain(self, frames: _Frames) -> None:
+    def _drain(self, frames: StreamFrames) -> None:
         """Read what the engine still forwards after the command ended, until the stream ends or
         a second has passed (a background child may hold it open). The engine can report the
         command ended before it has copied its last output, under load by more than 0.1 s: a
@@ -286,7 +233,7 @@ class DockerEngine:
         tag = f"{LAYER_REPO}:{key[:24]}"
         log: list[str] = []
         stream = self.client.api.build(
-            fileobj=io.BytesIO(_tar(files)),
+            fileobj=io.BytesIO(docker_engine.tar_archive(files)),
             custom_context=True,
             tag=tag,
             labels={**self.labels, "seer.modal-fake.layer": key},
@@ -367,7 +314,7 @@ class DockerEngine:
             files = dict(self._bin)
             if env_file:
                 files[ENV_FILE] = (env_file.encode(), 0o600)
-            container.put_archive("/", _tar(files))
+            container.put_archive("/", docker_engine.tar_archive(files))
             container.start()
         except BaseException:
             self.remove(str(container.id))

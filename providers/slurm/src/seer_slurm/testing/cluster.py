@@ -23,19 +23,17 @@ built once per engine under a lock and kept as a cache (:func:`remove_cluster_im
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import io
 import secrets
 import shutil
 import socket
-import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seer.testing import docker_engine
 from seer_ssh.testing.host import (
     DEFAULT_BASE_IMAGE,
     ExecResult,
@@ -159,16 +157,6 @@ class SlurmClusterError(RuntimeError):
     """The cluster could not be built or started; the message says why (with the logs' tail)."""
 
 
-def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, (data, mode) in files.items():
-            info = tarfile.TarInfo(name.lstrip("/"))
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def cluster_recipe(base: str, python_packages: Sequence[str] = ()) -> str:
     """The node image's Dockerfile: seer-ssh's host recipe (sshd, the packages) plus SLURM."""
     return host_recipe(base, python_packages) + _SLURM_LAYER.format(uid=UID, user=USER)
@@ -182,59 +170,23 @@ def cluster_image(
 ) -> str:
     """The tag of the node image (built first if the engine lacks it; one build per engine, a
     file lock keeps test processes side by side from building it twice)."""
-    from docker.errors import ImageNotFound
-    from filelock import FileLock
-
-    own = client is None
-    client = client or docker_client()
-    try:
-        dockerfile = cluster_recipe(str(client.images.get(base_image).id), python_packages)
-        key = hashlib.sha256(dockerfile.encode()).hexdigest()[:20]
-        tag = f"{IMAGE_REPO}:{key}"
-        with FileLock(str(Path(tempfile.gettempdir()) / f"seer-slurm-image-{key}.lock")):
-            with contextlib.suppress(ImageNotFound):
-                client.images.get(tag)
-                return tag
-            log: list[str] = []
-            for chunk in client.api.build(
-                fileobj=io.BytesIO(_tar({"Dockerfile": (dockerfile.encode(), 0o644)})),
-                custom_context=True,
-                tag=tag,
-                labels={IMAGE_LABEL: key},
-                network_mode="host",
-                rm=True,
-                forcerm=True,
-                decode=True,
-            ):
-                if "error" in chunk:
-                    tail = "".join(log[-20:]).rstrip()
-                    raise SlurmClusterError(
-                        f"building the SLURM node image {tag} (slurm-wlm from Debian's packages) failed: "
-                        f"{chunk['error'].strip()}\n--- build log (tail) ---\n{tail}"
-                    )
-                log.append(str(chunk.get("stream") or ""))
-            return tag
-    finally:
-        if own:
-            client.close()
+    with docker_engine.client_or(client, docker_client) as engine:
+        dockerfile = cluster_recipe(str(engine.images.get(base_image).id), python_packages)
+        return docker_engine.build_once(
+            engine,
+            dockerfile,
+            repo=IMAGE_REPO,
+            label=IMAGE_LABEL,
+            failure=lambda detail: SlurmClusterError(
+                f"building the SLURM node image (slurm-wlm from Debian's packages) failed: {detail}"
+            ),
+        )
 
 
 def remove_cluster_images(client: DockerClient | None = None) -> list[str]:
     """Remove every node image no container uses; their ids."""
-    from docker.errors import APIError
-
-    own = client is None
-    client = client or docker_client()
-    removed = []
-    try:
-        for image in client.images.list(filters={"label": IMAGE_LABEL}):
-            with contextlib.suppress(APIError):
-                client.images.remove(str(image.id))
-                removed.append(str(image.id))
-    finally:
-        if own:
-            client.close()
-    return removed
+    with docker_engine.client_or(client, docker_client) as engine:
+        return docker_engine.remove_images(engine, IMAGE_LABEL)
 
 
 @dataclass
@@ -360,7 +312,7 @@ class SlurmCluster:
             sshd = _SSHD_CONFIG.format(listen=listen, port=port, kit=KIT, user=USER)
             node.container.put_archive(
                 "/",
-                _tar(
+                docker_engine.tar_archive(
                     {
                         f"{KIT}/start": (_START.encode(), 0o755),
                         f"{KIT}/slurm.conf": (conf.encode(), 0o644),

@@ -18,23 +18,20 @@ keeps test processes running side by side from building it twice).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
-import io
 import os
 import re
 import secrets
 import shlex
 import shutil
 import socket
-import tarfile
 import tempfile
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from seer.testing import docker_engine
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -183,7 +180,6 @@ ML_STACK = ("torch", "transformers", "accelerate", "jupyter_server", "ipykernel"
 
 _USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_build_lock = threading.Lock()
 
 
 class SshHostError(RuntimeError):
@@ -207,36 +203,12 @@ class ExecResult:
 
 def docker_client() -> DockerClient:
     """A client of the engine ``DOCKER_HOST`` (or the local socket) names."""
-    try:
-        import docker
-    except ModuleNotFoundError as exc:
-        if exc.name != "docker":
-            raise
-        raise ImportError(
-            "seer_ssh.testing realises its hosts as Docker containers and needs the docker package: "
-            'pip install "seer-ssh[testing]"',
-            name="docker",
-        ) from None
-
-    return docker.from_env(timeout=300)
+    return docker_engine.docker_client("seer_ssh.testing", "seer-ssh[testing]")
 
 
 def engine_problem(base_image: str = DEFAULT_BASE_IMAGE) -> str | None:
     """Why no host can be made here (no engine answers, no base image), or None."""
-    try:
-        client = docker_client()
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine answers ({type(exc).__name__}: {exc}); scripts/docker-engine starts one"
-    from docker.errors import ImageNotFound
-
-    try:
-        client.images.get(base_image)
-    except ImageNotFound:
-        return f"the Docker engine has no base image {base_image}; scripts/docker-engine builds it"
-    finally:
-        client.close()
-    return None
+    return docker_engine.engine_problem(docker_client, base_image)
 
 
 def new_ed25519_key() -> tuple[str, str]:
@@ -264,36 +236,12 @@ def client_pins(names: Sequence[str] = ML_STACK) -> list[str]:
     return pins
 
 
-def _tar(files: Mapping[str, tuple[bytes, int]]) -> bytes:
-    """A tar archive of ``{path: (data, mode)}``, every entry owned by root."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, (data, mode) in files.items():
-            info = tarfile.TarInfo(name.lstrip("/"))
-            info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def host_recipe(base: str, python_packages: Sequence[str] = ()) -> str:
     """The host image's Dockerfile on ``base``: sshd, and ``python_packages`` in the system Python."""
     dockerfile = _DOCKERFILE.format(base=base)
     if python_packages:
         dockerfile += _PACKAGES_LAYER.format(packages=" ".join(shlex.quote(p) for p in python_packages))
     return dockerfile
-
-
-@contextlib.contextmanager
-def _building(key: str) -> Iterator[None]:
-    """Held while the image ``key`` is looked up and built: across threads, and across processes
-    (pytest-xdist's workers share the engine) through a lock file."""
-    path = Path(tempfile.gettempdir()) / f"seer-ssh-host-image-{key}.lock"
-    with _build_lock, open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def host_image(
@@ -308,65 +256,24 @@ def host_image(
     The tag is a hash of the Dockerfile and the base image's id: the same recipe on the same base
     finds its image and builds nothing; a rebuilt base or another package set gets a new image.
     """
-    from docker.errors import ImageNotFound
-
-    own = client is None
-    client = client or docker_client()
-    try:
-        base_id = str(client.images.get(base_image).id)
-        dockerfile = host_recipe(base_id, python_packages)
-        key = hashlib.sha256(dockerfile.encode()).hexdigest()[:20]
-        tag = f"{IMAGE_REPO}:{key}"
-        with _building(key):
-            try:
-                client.images.get(tag)
-                return tag
-            except ImageNotFound:
-                pass
-            log: list[str] = []
-            stream = client.api.build(
-                fileobj=io.BytesIO(_tar({"Dockerfile": (dockerfile.encode(), 0o644)})),
-                custom_context=True,
-                tag=tag,
-                labels={IMAGE_LABEL: key},
-                network_mode="host",
-                rm=True,
-                forcerm=True,
-                decode=True,
-            )
-            for chunk in stream:
-                if "error" in chunk:
-                    tail = "".join(log[-20:]).rstrip()
-                    what = "openssh-server from Debian's packages"
-                    if python_packages:
-                        what += f"; {', '.join(python_packages)} with uv"
-                    raise SshHostError(
-                        f"building the SSH host image {tag} ({what}) "
-                        f"failed: {chunk['error'].strip()}\n--- build log (tail) ---\n{tail}"
-                    )
-                log.append(str(chunk.get("stream") or ""))
-            return tag
-    finally:
-        if own:
-            client.close()
+    with docker_engine.client_or(client, docker_client) as engine:
+        dockerfile = host_recipe(str(engine.images.get(base_image).id), python_packages)
+        what = "openssh-server from Debian's packages"
+        if python_packages:
+            what += f"; {', '.join(python_packages)} with uv"
+        return docker_engine.build_once(
+            engine,
+            dockerfile,
+            repo=IMAGE_REPO,
+            label=IMAGE_LABEL,
+            failure=lambda detail: SshHostError(f"building the SSH host image ({what}) failed: {detail}"),
+        )
 
 
 def remove_host_images(client: DockerClient | None = None) -> list[str]:
     """Remove every host image (label ``seer.ssh-testing.image``) no container uses; their ids."""
-    from docker.errors import APIError
-
-    own = client is None
-    client = client or docker_client()
-    removed = []
-    try:
-        for image in client.images.list(filters={"label": IMAGE_LABEL}):
-            with contextlib.suppress(APIError):
-                client.images.remove(str(image.id))
-                removed.append(str(image.id))
-    finally:
-        if own:
-            client.close()
-    return removed
+    with docker_engine.client_or(client, docker_client) as engine:
+        return docker_engine.remove_images(engine, IMAGE_LABEL)
 
 
 def free_port() -> int:
@@ -498,7 +405,7 @@ class SshHost:
             cap_add=["SYS_PTRACE"],
             volumes={vol: {"bind": path, "mode": "rw"} for vol, path in self.volumes.items()},
         )
-        self.container.put_archive("/", _tar(files))
+        self.container.put_archive("/", docker_engine.tar_archive(files))
         self.container.start()
 
     def _wait_ready(self, timeout: float) -> None:
@@ -609,7 +516,9 @@ class SshHost:
         known_hosts must refuse them.
         """
         self._host_private, self.host_key_line = new_ed25519_key()
-        self.container.put_archive("/", _tar({f"{KIT_DIR}/host_key": (self._host_private.encode(), 0o600)}))
+        self.container.put_archive(
+            "/", docker_engine.tar_archive({f"{KIT_DIR}/host_key": (self._host_private.encode(), 0o600)})
+        )
         self.exec_as_root('kill -HUP "$(cat /run/sshd.pid)"').check()
         # sshd re-executes itself on SIGHUP: wait until a new connection is offered the new key.
         deadline = time.monotonic() + 15

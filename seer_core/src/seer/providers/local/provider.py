@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -189,6 +189,11 @@ class LocalMachine(Machine):
         self._env = env
         self._children: dict[str, subprocess.Popen[bytes]] = {}
         self._running: RunningProof | None = None
+
+    def keep_child(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        """Hold the handle of a process this client started for the sandbox (its supervisor), so
+        it is reaped when it ends, not left a zombie."""
+        self._children[name] = proc
 
     # --- commands -------------------------------------------------------------------------
     def _check_running(self) -> None:
@@ -350,9 +355,18 @@ class LocalMachine(Machine):
         self._check_running()
         copy_tree_as_found(Path(self.resolve(remote_dir)), Path(local_dir))
 
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        # the sandbox's folder is on this disk: a stat each, no process
+        self._check_running()
+        return {p for p in paths if os.path.isdir(self.resolve(p))}
+
     def model_cache_dir(self) -> str:
         # The machine's own Hugging Face cache, shared by every local sandbox and the user.
         return hf_hub_cache(self._env)
+
+    def tools_dir(self) -> str:
+        # Shared by every local sandbox (and every SEER_HOME): code-server is installed once here.
+        return str(local_tools_dir())
 
     # --- network and state ----------------------------------------------------------------
     def expose_port(self, port: int) -> str:
@@ -392,6 +406,7 @@ class LocalProvider(Provider):
         port_exposure="loopback",
         max_lifetime=None,
         installs_system_packages=False,
+        code_server=True,
     )
     options_model = LocalOptions
 
@@ -425,6 +440,10 @@ class LocalProvider(Provider):
                         f"{', '.join(found)}",
                     )
                 )
+        if config.debug:
+            why = code_server_problem()
+            if why:
+                problems.append(ConfigProblem("debug", why))
         for i, pkg in enumerate(config.system_packages):
             if not _system_package_installed(pkg):
                 problems.append(
@@ -455,7 +474,7 @@ class LocalProvider(Provider):
             self.terminate(sandbox.id)
             shutil.rmtree(sandbox.dir, ignore_errors=True)
             raise
-        machine._children["__supervisor__"] = supervisor  # keep the handle so it is reaped, not leaked
+        machine.keep_child("__supervisor__", supervisor)  # reaped when it ends, not leaked
         return machine
 
     def _supervise(self, sandbox: SandboxDir, spec: MachineSpec) -> subprocess.Popen[bytes]:
@@ -606,11 +625,12 @@ class LocalProvider(Provider):
         meta = sandbox.meta()
         pid = sandbox.supervisor_pid(meta)
         if MachineStatus(meta["status"]) is MachineStatus.RUNNING and pid is not None:
+            exited = _exit_waiter(pid)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 15
             while sandbox.supervisor_alive(sandbox.meta()) and time.monotonic() < deadline:
-                time.sleep(0.02)
+                exited(min(0.02, max(0.0, deadline - time.monotonic())))
             if sandbox.supervisor_alive(sandbox.meta()):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -619,6 +639,29 @@ class LocalProvider(Provider):
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         shutil.rmtree(Path(snapshot.data["path"]), ignore_errors=True)
+
+
+def _exit_waiter(pid: int) -> Callable[[float], None]:
+    """A wait of at most its argument's seconds that ends as soon as process ``pid`` exits (a
+    pidfd where the kernel has them, else a plain sleep): teardown then learns of the
+    supervisor's exit at once instead of at the next poll."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return time.sleep
+    import select
+    import weakref
+
+    exited: list[bool] = []
+
+    def wait(seconds: float) -> None:
+        if exited:  # it has exited: what is left to wait for is its record, polled
+            time.sleep(seconds)
+        elif select.select([fd], [], [], seconds)[0]:
+            exited.append(True)
+
+    weakref.finalize(wait, os.close, fd)
+    return wait
 
 
 def _await_command_line(proc: subprocess.Popen[bytes], sandbox: SandboxDir, limit: float = 10.0) -> None:
@@ -644,9 +687,51 @@ def _drop_remains(sandbox: SandboxDir) -> None:
             shutil.rmtree(sandbox.dir, ignore_errors=True)
 
 
+def local_tools_dir() -> Path:
+    """Where local sandboxes' tools (code-server, for ``debug``) are installed once:
+    ``$SEER_TOOLS_DIR``, else ``$XDG_CACHE_HOME/seer/tools``, else ``~/.cache/seer/tools``. A cache,
+    not state: every ``SEER_HOME`` (a test run's too) shares it."""
+    raw = os.environ.get("SEER_TOOLS_DIR")
+    if raw:
+        return Path(raw).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "seer" / "tools"
+
+
+def code_server_problem() -> str | None:
+    """Why ``debug=True`` cannot be served here, or None: code-server is installed already, or it
+    can be (a package index is reachable and the compilers its native modules need are here)."""
+    from seer.providers import code_server
+
+    tools = local_tools_dir()
+    if code_server.installed(str(tools)):
+        return None
+    offline = index_unreachable()
+    if offline:
+        return (
+            f"code-server {code_server.VERSION} is not installed in {tools} and no package index can be "
+            f"reached ({offline}); install it once where one can (scripts/code-server) or set debug to false"
+        )
+    why = code_server.build_problem()
+    if why:
+        return (
+            f"code-server {code_server.VERSION} is not installed in {tools}, and {why}; "
+            "install them or set debug to false"
+        )
+    return None
+
+
 def sandbox_dir(sandbox_id: str) -> Path:
     """Where a local sandbox keeps its state (for ``seer logs`` and tests)."""
     return SandboxDir(sandbox_id).dir
 
 
-__all__ = ["LocalMachine", "LocalOptions", "LocalProvider", "detect_gpus", "sandbox_dir"]
+__all__ = [
+    "LocalMachine",
+    "LocalOptions",
+    "LocalProvider",
+    "code_server_problem",
+    "detect_gpus",
+    "local_tools_dir",
+    "sandbox_dir",
+]

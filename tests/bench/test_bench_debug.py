@@ -1,0 +1,87 @@
+"""``debug=True`` (code-server in the sandbox, issue #28): what it adds to a start.
+
+Each row times ``Sandbox(config).start()`` + ``terminate()`` with ``debug=True`` against the same
+start without it (the baseline), alternating, on a warm cache: code-server is installed once, in
+the warm-up (the local tools folder; the Docker image's debug layer), so the figures are what
+every later start pays: writing its settings, starting it, and waiting until it answers through
+the provider's port exposure. Skips where code-server cannot be installed (no package index, no
+compiler) or, for Docker, without the engine and base image ``scripts/docker-engine`` makes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _harness import BenchReport, compare
+from seer import Sandbox, SandboxConfig
+from test_bench_docker import BASE_IMAGE, client
+
+__all__ = ["client"]  # test_bench_docker's fixture, used here too
+
+GROUP = "debug (code-server)"
+
+
+def _cycle(config: SandboxConfig) -> Any:
+    def run() -> tuple[str | None, str | None]:
+        sb = Sandbox(config, progress=False).start()
+        try:
+            return sb.code_server_url, sb.code_server_password
+        finally:
+            sb.terminate(force=True)
+
+    return run
+
+
+def _check_debug(out: tuple[str | None, str | None]) -> None:
+    url, password = out
+    assert url and "folder=" in url and password
+
+
+def _check_plain(out: tuple[str | None, str | None]) -> None:
+    assert out == (None, None)
+
+
+def _row(bench_report: BenchReport, provider: str, config: Any, repeat: int) -> None:
+    """Time start + terminate with ``config(True)`` against ``config(False)``."""
+    bench_report.add(
+        GROUP,
+        compare(
+            f"{provider}: start + terminate, debug=True vs debug=False",
+            seer=_cycle(config(True)),
+            baseline=_cycle(config(False)),
+            repeat=repeat,
+            warmup=1,
+            check_seer=_check_debug,
+            check_baseline=_check_plain,
+            note="baseline: the same cli-mode start without debug; code-server installed in the warm-up",
+        ),
+    )
+
+
+def test_bench_local_start_with_debug(bench_report: BenchReport) -> None:
+    from seer.providers.local.provider import code_server_problem
+
+    why = code_server_problem()
+    if why:
+        pytest.skip(why)
+
+    def config(debug: bool) -> SandboxConfig:
+        return SandboxConfig(execution_mode="cli", timeout=600, debug=debug)
+
+    _row(bench_report, "local", config, repeat=5)
+
+
+def test_bench_docker_start_with_debug(bench_report: BenchReport, client: Any) -> None:
+    """(``client``: test_bench_docker's fixture, which skips without the engine or base image.)"""
+
+    def config(debug: bool) -> SandboxConfig:
+        return SandboxConfig(
+            provider="docker",
+            execution_mode="cli",
+            timeout=600,
+            debug=debug,
+            provider_options={"image": BASE_IMAGE, "network": "host"},
+        )
+
+    _row(bench_report, "docker", config, repeat=3)
