@@ -291,9 +291,6 @@ POKES_ALLOWED = {
     ("seer.runtime.loading", "_commit_hash"),
     # A marker seer sets on IPython's shell so its output cap is installed once.
     ("seer.runtime.kernel_output", "_seer_output_cap"),
-    # NotebookSession.attach (a classmethod) sets the channel key on the session it built; left for
-    # the split of notebook/session.py (#22), which is to pass it to the constructor.
-    ("seer.notebook.session", "_channel_key"),
 }
 
 

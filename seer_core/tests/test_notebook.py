@@ -171,9 +171,9 @@ def test_kernel_websocket_refused_without_token(plain: Sandbox, nb: NotebookSess
 
 
 def test_server_failure_names_the_step_and_shows_the_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    from seer.notebook import server as builtin
+    from seer.notebook import launch as builtin
 
-    monkeypatch.setattr(builtin, "_SERVER_LAUNCHER", "import sys\nprint('jupyter-boom')\nsys.exit(3)\n")
+    monkeypatch.setattr(builtin, "SERVER_LAUNCHER", "import sys\nprint('jupyter-boom')\nsys.exit(3)\n")
     with pytest.raises(SandboxStartError) as info:
         Sandbox(SandboxConfig(timeout=120)).start()
     assert info.value.step == "execution mode"

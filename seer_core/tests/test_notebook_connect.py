@@ -15,7 +15,8 @@ import time
 from typing import Any
 
 import pytest
-import seer.notebook.session as notebook
+import seer.notebook.kernel as notebook
+import seer.notebook.run as running
 from seer.errors import NotebookError
 from seer.notebook import NotebookSession
 
@@ -212,7 +213,7 @@ def test_a_cell_whose_output_stream_falls_silent_after_its_reply_fails_instead_o
     channels: type[FakeChannels], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reply came, the idle status never does: the cell must not wait forever."""
-    monkeypatch.setattr(notebook, "LIVENESS_INTERVAL", 0.1)
+    monkeypatch.setattr(running, "LIVENESS_INTERVAL", 0.1)
     channels.plan = ["answer"]
     session = _session(FakeClient("idle"))
     session._connect()

@@ -9,6 +9,10 @@ What each row means:
   reading from it, shutdown. seer's extra is the sandbox (its venv and supervisor), fetching the
   model through the Hub cache and writing the manifest, the Jupyter server, the REST calls and
   the websocket, and the notebook it writes. Target: at most 1.3x.
+* ``start -> JupyterLab answers``: ``Sandbox(config).start()`` in notebook mode until
+  ``jupyter_url``'s ``/lab`` serves JupyterLab (with the token), against ``jupyter lab`` started by
+  hand, and again beside a bare kernel start (``KernelManager.start_kernel`` until it is ready):
+  how long a person waits before they can watch.
 * ``exec "1+1" round trip``: ``session.exec("1+1")`` against a ``BlockingKernelClient`` on the
   *same* kernel (its connection file from the server's runtime directory): execute, wait for
   the reply and for the kernel to go idle. seer's extra is the hop through the Jupyter server
@@ -62,8 +66,31 @@ def _config(models: bool) -> SandboxConfig:
     return SandboxConfig(timeout=600, models=[ModelConfig(name=MODEL_ID)] if models else [])
 
 
-def test_bench_start_to_first_result(bench_report: BenchReport, tiny_model: Path, tmp_path: Path) -> None:
+def _ready_kernel(tmp_path: Path) -> tuple[Any, Callable[[], None]]:
+    """A bare kernel (``KernelManager``, a fresh working directory) started until it answers: its
+    client, and how to tear it down."""
     from jupyter_client import KernelManager
+
+    workdir = tempfile.mkdtemp(dir=tmp_path)
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=workdir)
+    kc = km.client()
+
+    def teardown() -> None:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    try:
+        kc.start_channels()
+        kc.wait_for_ready(timeout=120)
+    except BaseException:
+        teardown()
+        raise
+    return kc, teardown
+
+
+def test_bench_start_to_first_result(bench_report: BenchReport, tiny_model: Path, tmp_path: Path) -> None:
 
     cell = "model.config.hidden_size"
 
@@ -90,19 +117,8 @@ def test_bench_start_to_first_result(bench_report: BenchReport, tiny_model: Path
     )
 
     def by_hand() -> tuple[str | None, Callable[[], None]]:
-        workdir = tempfile.mkdtemp(dir=tmp_path)
-        km = KernelManager(kernel_name="python3")
-        km.start_kernel(cwd=workdir)
-        kc = km.client()
-
-        def teardown() -> None:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-            shutil.rmtree(workdir, ignore_errors=True)
-
+        kc, teardown = _ready_kernel(tmp_path)
         try:
-            kc.start_channels()
-            kc.wait_for_ready(timeout=120)
             reply = kc.execute_interactive(load, timeout=300, output_hook=lambda msg: None)
             assert reply["content"]["status"] == "ok", reply["content"]
             values: list[str] = []
@@ -255,3 +271,22 @@ def test_bench_start_to_jupyterlab(bench_report: BenchReport, tmp_path: Path) ->
         ),
     )
     assert cmp.seer.median > 0 and cmp.baseline.median > 0
+
+    def bare_kernel() -> tuple[bool, Callable[[], None]]:
+        return True, _ready_kernel(tmp_path)[1]
+
+    beside = bench_report.add(
+        GROUP,
+        compare(
+            "start -> JupyterLab answers, beside a bare kernel start",
+            seer=with_seer,
+            baseline=bare_kernel,
+            repeat=3,
+            warmup=1,
+            check_seer=check,
+            check_baseline=check,
+            note="baseline: KernelManager.start_kernel + wait_for_ready (no server, no notebook); "
+            "seer: Sandbox(notebook mode).start() until jupyter_url's /lab answers with the token",
+        ),
+    )
+    assert beside.seer.median > 0 and beside.baseline.median > 0

@@ -27,15 +27,22 @@ from seer.notebook import NotebookSession, check_notebook_path, notebook_cells
 from seer_mcp.cells import Entry
 from seer_mcp.failures import ToolFailure, busy_text
 from seer_mcp.registry import SessionRegistry
-from seer_mcp.rendering import MAX_TEXT, as_text, cell_result, output_content, text_result
+from seer_mcp.rendering import (
+    MAX_TEXT,
+    OUTPUT_PREVIEW,
+    as_text,
+    cell_heading,
+    cell_result,
+    output_content,
+    outputs_preview,
+    text_result,
+)
 from seer_mcp.server import SessionId, follow, in_thread, tool_errors
 
 __all__ = ["MAX_CELLS", "OUTPUT_PREVIEW", "register"]
 
 #: Most cells one ``read_notebook`` call shows.
 MAX_CELLS = 50
-#: Characters of a cell's outputs ``read_notebook`` shows (``read_cell`` shows them all).
-OUTPUT_PREVIEW = 400
 
 T = TypeVar("T")
 
@@ -92,43 +99,6 @@ def _saved(entry: Entry) -> str:
     if writer is not None and writer.error:
         return f"\nWarning: the notebook could not be saved: {writer.error}"
     return ""
-
-
-def _heading(index: int, cell: dict[str, Any]) -> str:
-    kind = cell.get("cell_type", "?")
-    count = cell.get("execution_count")
-    if kind != "code":
-        return f"--- cell {index}: {kind} ---"
-    return f"--- cell {index}: code, " + (f"In [{count}]" if count else "not run") + " ---"
-
-
-def _preview(index: int, outputs: list[dict[str, Any]]) -> str:
-    """A cell's outputs in short: text cut at :data:`OUTPUT_PREVIEW`, errors as their last line,
-    then the images and other media it displayed, named."""
-    parts: list[str] = []
-    media: list[str] = []
-    for out in outputs:
-        kind = out.get("output_type")
-        if kind == "stream":
-            parts.append(as_text(out.get("text", "")))
-        elif kind == "error":
-            parts.append(f"{out.get('ename', '')}: {out.get('evalue', '')}")
-        elif kind in ("display_data", "execute_result"):
-            data = out.get("data", {})
-            image = next((m for m in data if m.startswith("image/")), None)
-            if image is not None:
-                media.append(image)
-            elif "text/plain" in data:
-                parts.append(as_text(data["text/plain"]))
-            elif data:
-                media.append(next(iter(data)))
-    text = "\n".join(p.rstrip("\n") for p in parts if p)
-    if len(text) > OUTPUT_PREVIEW:
-        more = len(text) - OUTPUT_PREVIEW
-        text = f"{text[:OUTPUT_PREVIEW]} ... [{more} more characters: read_cell(cell_index={index})]"
-    if media:
-        text += ("\n" if text else "") + f"[displayed: {', '.join(media)}; read_cell shows them]"
-    return text
 
 
 async def _entry(reg: SessionRegistry, session_id: str) -> Entry:
@@ -209,9 +179,9 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         shown = start_index
         for index in range(start_index, stop):
             cell = _read(session, index)
-            block = _heading(index, cell) + "\n" + as_text(cell.get("source", ""))
+            block = cell_heading(index, cell) + "\n" + as_text(cell.get("source", ""))
             if cell.get("cell_type") == "code" and cell.get("outputs"):
-                block += "\n>>> outputs:\n" + _preview(index, cell["outputs"])
+                block += "\n>>> outputs:\n" + outputs_preview(index, cell["outputs"])
             if blocks and size + len(block) > MAX_TEXT:
                 break
             blocks.append(block)
@@ -236,7 +206,7 @@ def register(server: MCPServer, reg: SessionRegistry) -> None:
         cell = _read(entry.session, cell_index)
         blocks: list[types.ContentBlock] = [
             types.TextContent(
-                type="text", text=_heading(cell_index, cell) + "\n" + as_text(cell.get("source", ""))
+                type="text", text=cell_heading(cell_index, cell) + "\n" + as_text(cell.get("source", ""))
             )
         ]
         if cell.get("cell_type") == "code":

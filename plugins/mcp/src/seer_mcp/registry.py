@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import threading
 import time
 import urllib.parse
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import (
     JupyterServerDiedError,
     KernelDiedError,
-    SeerError,
 )
 from seer.notebook import (
     JupyterClient,
@@ -36,10 +33,11 @@ from seer_mcp.failures import (
     redact,
     server_sessions,
 )
+from seer_mcp.records import place_copy, sandbox_of, session_on_record
 from seer_mcp.rendering import as_text
 
 if TYPE_CHECKING:
-    from seer.sandbox import Sandbox
+    pass
 
 
 #: Lifetime of a sandbox ``start_new_session`` starts (it ends earlier with its session or server).
@@ -191,7 +189,7 @@ class SessionRegistry:
         except ToolFailure as failure:
             if not (self.sandbox_id and self.notebook_path):
                 raise
-            found = self._session_on_record(self.notebook_path)
+            found = session_on_record(self.sandbox_id or "", self.notebook_path)
             if found is None:
                 raise ToolFailure(
                     f"{failure}\nThe sandbox {self.sandbox_id} has no session for the notebook "
@@ -205,30 +203,13 @@ class SessionRegistry:
             self.default_session_id, self.default_url = entry.session.session_id, new_url
         return entry
 
-    def _session_on_record(self, notebook_path: str) -> tuple[str, str] | None:
-        """``(session id, jupyter_url)`` of the session for ``notebook_path`` on the Jupyter server
-        the sandbox's record names now, if any."""
-        from seer import Sandbox
-
-        try:
-            url = Sandbox.attach(self.sandbox_id or "").jupyter_url
-            if not url:
-                return None
-            sessions = JupyterClient.from_url(url).sessions()
-        except (SeerError, OSError, ValueError):
-            return None
-        for model in sessions:
-            if model.get("path") == notebook_path and model.get("id"):
-                return str(model["id"]), url
-        return None
-
     def adopt(self, session: NotebookSession, origin: str = "created") -> Entry:
         """Drive ``session``, made elsewhere (e.g. by a tool of :mod:`seer_mcp.notebook_tools`); it
         is the current session from now on."""
         return self._make_current(self._add(Entry(session, origin)))
 
     def _add(self, entry: Entry) -> Entry:
-        self._place_copy(entry.session)
+        place_copy(entry.session, self.outputs_dir)
         entry.writer = NotebookWriter(entry.session)
         entry.session.save()  # the client-side copy holds the whole notebook from now on
         with self._lock:
@@ -323,51 +304,9 @@ class SessionRegistry:
     def _refresh_copy(self, entry: Entry) -> None:
         """(After sync) the sandbox is known now: move the client-side copy where it belongs."""
         before = entry.session.local_path
-        self._place_copy(entry.session)
+        place_copy(entry.session, self.outputs_dir)
         if entry.session.local_path != before and entry.writer is not None:
             entry.session.save()
-
-    # --- where the research record goes -------------------------------------------------------
-    def sandbox_of(self, session: NotebookSession) -> Sandbox | None:
-        """The sandbox whose Jupyter server ``session`` is on, if this machine has its record.
-
-        The kernel says which sandbox it is in (``session.sandbox_id``); that sandbox's recorded
-        Jupyter server must be the session's, so a kernel cannot point anywhere else.
-        """
-        if session.sandbox is not None:
-            return session.sandbox
-        sandbox_id = session.sandbox_id
-        if not sandbox_id:
-            return None
-        from seer import Sandbox
-
-        try:
-            sandbox = Sandbox.attach(sandbox_id)
-            url = sandbox.jupyter_url
-            if not url:
-                return None
-            theirs = JupyterClient.from_url(url)
-        except (SeerError, OSError, ValueError):
-            return None
-        ours = session.client
-        if (theirs.url, theirs.token) != (ours.url, ours.token):
-            return None
-        return sandbox
-
-    def _place_copy(self, session: NotebookSession) -> None:
-        """Give ``session`` its client-side copy: ``<sandbox's record folder>/<name>.ipynb``, or,
-        for a sandbox without a record here, ``<SEER_OUTPUTS_DIR or ./seer-outputs>/<server>/``."""
-        sandbox = self.sandbox_of(session)
-        if sandbox is not None:
-            folder = sandbox.outputs_dir
-        else:
-            from seer.execution import DEFAULT_OUTPUTS_DIR
-
-            parts = urllib.parse.urlsplit(session.client.url)
-            server = re.sub(r"[^A-Za-z0-9_-]", "-", f"jupyter-{parts.hostname}-{parts.port or 80}")
-            folder = Path(self.outputs_dir or DEFAULT_OUTPUTS_DIR).expanduser().absolute() / server
-        if session.local_path is None or session.local_path.parent != folder:
-            session.local_path = folder / f"{session.name}.ipynb"
 
     def _from_sandbox(self, sandbox_id: str, name: str) -> Entry:
         from seer import Sandbox
@@ -491,7 +430,7 @@ class SessionRegistry:
             session.restart()
             return f"Restarted the kernel of session {session.session_id}."
         except JupyterServerDiedError as exc:
-            sandbox = self.sandbox_of(session)
+            sandbox = sandbox_of(session)
             if sandbox is None:
                 raise ToolFailure(
                     f"{exc}. This server cannot tell which sandbox the session ran in, so it cannot start "

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from seer_mcp.registry import SessionRegistry
 
 
+#: Characters of a cell's outputs ``read_notebook`` shows (``read_cell`` shows them all).
+OUTPUT_PREVIEW = 400
 #: Longest text block a result carries; longer output keeps its head and tail.
 MAX_TEXT = 40_000
 
@@ -219,3 +221,41 @@ def still_running(session: NotebookSession, cell: Cell) -> types.CallToolResult:
         ),
     ]
     return types.CallToolResult(content=blocks, is_error=False)
+
+
+def cell_heading(index: int, cell: dict[str, Any]) -> str:
+    """The line above cell ``index`` in ``read_notebook`` and ``read_cell``: its kind and count."""
+    kind = cell.get("cell_type", "?")
+    count = cell.get("execution_count")
+    if kind != "code":
+        return f"--- cell {index}: {kind} ---"
+    return f"--- cell {index}: code, " + (f"In [{count}]" if count else "not run") + " ---"
+
+
+def outputs_preview(index: int, outputs: list[dict[str, Any]]) -> str:
+    """A cell's outputs in short: text cut at :data:`OUTPUT_PREVIEW`, errors as their last line,
+    then the images and other media it displayed, named."""
+    parts: list[str] = []
+    media: list[str] = []
+    for out in outputs:
+        kind = out.get("output_type")
+        if kind == "stream":
+            parts.append(as_text(out.get("text", "")))
+        elif kind == "error":
+            parts.append(f"{out.get('ename', '')}: {out.get('evalue', '')}")
+        elif kind in ("display_data", "execute_result"):
+            data = out.get("data", {})
+            image = next((m for m in data if m.startswith("image/")), None)
+            if image is not None:
+                media.append(image)
+            elif "text/plain" in data:
+                parts.append(as_text(data["text/plain"]))
+            elif data:
+                media.append(next(iter(data)))
+    text = "\n".join(p.rstrip("\n") for p in parts if p)
+    if len(text) > OUTPUT_PREVIEW:
+        more = len(text) - OUTPUT_PREVIEW
+        text = f"{text[:OUTPUT_PREVIEW]} ... [{more} more characters: read_cell(cell_index={index})]"
+    if media:
+        text += ("\n" if text else "") + f"[displayed: {', '.join(media)}; read_cell shows them]"
+    return text

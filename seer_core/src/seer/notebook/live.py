@@ -21,16 +21,31 @@ cell deleted or moved, a changed source, outputs or count), so what others did m
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import threading
 import time
 import uuid
+import weakref
 from typing import Any
 
 from seer.errors import NotebookError
 from seer.notebook.client import NOTEBOOK_PURPOSE, JupyterClient, quote_path
 from seer.notebook.document import ORDER_CHANGED
+from seer.notebook.ywire import (
+    RAW,
+    STEP2,
+    SYNC,
+    cell_from_y,
+    from_yjs,
+    raw_message,
+    read_raw,
+    reorder_ycells,
+    to_yjs,
+    update_ycell,
+    ycell,
+)
 
 __all__ = ["LIVE_PURPOSE", "LiveNotebook", "live_supported"]
 
@@ -43,9 +58,35 @@ ROUND_TRIP_TIMEOUT = 30.0
 SAVE_PAUSE = 0.5
 #: How long after the server's answer to a save its "written" mark may take to arrive.
 SAVED_WAIT = 2.0
+#: How long a process, as it exits, waits for the saves its open live documents asked for.
+EXIT_SAVE_WAIT = 10.0
 
-_SYNC, _AWARENESS, _RAW = 0, 1, 2
-_STEP1, _STEP2, _UPDATE = 0, 1, 2
+#: The live documents open in this process: closed in order at exit (see :func:`close_all`).
+_open: weakref.WeakSet[LiveNotebook] = weakref.WeakSet()
+_exit_hooked = False
+_exit_lock = threading.Lock()
+
+
+def close_all(wait_saves: float = EXIT_SAVE_WAIT) -> None:
+    """Close every live document open in this process, each once the saves it asked for are
+    done (up to ``wait_saves`` seconds in all). Run at exit (atexit): a script that ends without
+    ``session.detach()`` leaves the sandbox's ``.ipynb`` saved, and no thread of a document, the
+    reader applying the server's updates through pycrdt (Rust) or the saver, is still running
+    when the interpreter finalises (a daemon thread stopped in the middle of a pycrdt call, as
+    finalisation stops them, is what can end a process with SIGSEGV after its last line)."""
+    deadline = time.monotonic() + wait_saves
+    for doc in list(_open):
+        with contextlib.suppress(Exception):
+            doc.close(wait_saves=max(deadline - time.monotonic(), 0.0))
+
+
+def _track(doc: LiveNotebook) -> None:
+    global _exit_hooked
+    with _exit_lock:
+        if not _exit_hooked:
+            atexit.register(close_all)
+            _exit_hooked = True
+        _open.add(doc)
 
 
 def live_supported() -> bool:
@@ -56,63 +97,6 @@ def live_supported() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _var_uint(num: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = num & 0x7F
-        num >>= 7
-        if num:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _raw_message(text: str, number: int) -> bytes:
-    data = text.encode()
-    return bytes([_RAW]) + _var_uint(len(data)) + data + _var_uint(number)
-
-
-def _read_raw(data: bytes) -> dict[str, Any] | None:
-    """The JSON of a RAW message (the server's answer to a save), or None."""
-    pos, length, shift = 1, 0, 0
-    while pos < len(data):
-        byte = data[pos]
-        pos += 1
-        length |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            break
-    try:
-        decoded = json.loads(data[pos : pos + length])
-    except ValueError:
-        return None
-    return decoded if isinstance(decoded, dict) else None
-
-
-def _yjs(value: Any) -> Any:
-    """``value`` (JSON) with ints as floats: Yjs keeps every number as a float, and a browser's
-    JupyterLab reads an integer put there otherwise as a BigInt."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, dict):
-        return {k: _yjs(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_yjs(v) for v in value]
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """``value`` with the floats Yjs keeps numbers as turned back into ints where whole."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 class LiveNotebook:
@@ -194,6 +178,7 @@ class LiveNotebook:
         self._save_wanted = False
         self._save_running = False
         self._saver: threading.Thread | None = None
+        _track(self)
         try:
             self.round_trip(timeout)
         except BaseException:
@@ -252,20 +237,20 @@ class LiveNotebook:
                 if isinstance(data, str):
                     data = data.encode()
                 kind = data[0]
-                if kind == _SYNC:
+                if kind == SYNC:
                     with self._lock:
                         self._remote = True
                         try:
                             reply = self._pycrdt.handle_sync_message(data[1:], self.doc)
                         finally:
                             self._remote = False
-                        if len(data) > 1 and data[1] == _STEP2:
+                        if len(data) > 1 and data[1] == STEP2:
                             self._step2 += 1
                         self._changed.notify_all()  # whoever waits on the document looks again
                     if reply is not None:
                         self._send(reply)
-                elif kind == _RAW:
-                    answer = _read_raw(data)
+                elif kind == RAW:
+                    answer = read_raw(data)
                     if answer is not None and answer.get("type") == "save":
                         with self._lock:
                             self._saves[int(answer.get("responseTo", -1))] = answer
@@ -313,7 +298,7 @@ class LiveNotebook:
             # Every change sent so far is applied before the save (the server saves at once on
             # this request, while changes wait their turn in its queue).
             self.round_trip(timeout)
-            self._send(_raw_message("save", number))
+            self._send(raw_message("save", number))
             left = max(deadline - time.monotonic(), 0.001)
             self._wait(lambda n=number: n in self._saves, left, "a save")
             with self._lock:
@@ -405,8 +390,14 @@ class LiveNotebook:
             self._wait(lambda: self.version > since, timeout, "a change")
         return self.version > since
 
-    def close(self) -> None:
-        """Close the websocket (the server keeps the document and saves it)."""
+    def close(self, *, wait_saves: float = 0.0) -> None:
+        """Close the websocket and stop this replica's threads (the server keeps the document;
+        what was saved is in the ``.ipynb``). ``wait_saves``: first wait up to that many seconds
+        for the saves asked for (:meth:`request_save`) to be done."""
+        if wait_saves > 0:
+            with contextlib.suppress(NotebookError):
+                self._wait(lambda: not (self._save_wanted or self._save_running), wait_saves, "the saves")
+        _open.discard(self)
         with self._lock:
             if self.closed is None:
                 self.closed = "closed by this side"
@@ -422,6 +413,9 @@ class LiveNotebook:
         with contextlib.suppress(Exception):
             self._ws.abort()
         self._thread.join(timeout=5)
+        saver = self._saver
+        if saver is not None and saver is not threading.current_thread():
+            saver.join(timeout=5)  # its save fails at once now: the document is closed
         with contextlib.suppress(Exception):
             self._ws.shutdown()
 
@@ -433,7 +427,7 @@ class LiveNotebook:
         with no id (an nbformat 4.4 notebook) is given one in the document, and the notebook
         becomes 4.5: every writer addresses cells by id."""
         with self._lock:
-            meta = _plain(self._ymeta.to_py() or {})
+            meta = from_yjs(self._ymeta.to_py() or {})
             ycells = self.notebook.ycells
             if self._ids is None or len(self._ids) != len(ycells):
                 self._ids = [str(y.get("id")) for y in ycells]
@@ -441,17 +435,17 @@ class LiveNotebook:
             fixed = len(set(ids)) != len(ids) or any(not cid or cid == "None" for cid in ids)
             if fixed:  # give every cell an id of its own, in the document
                 seen: set[str] = set()
-                for i, ycell in enumerate(ycells):
+                for i, yentry in enumerate(ycells):
                     if not ids[i] or ids[i] == "None" or ids[i] in seen:
                         ids[i] = uuid.uuid4().hex[:8]
-                        ycell["id"] = ids[i]  # sent to the others as any change is
+                        yentry["id"] = ids[i]  # sent to the others as any change is
                     seen.add(ids[i])
             self.pulled = set()
             cells: list[dict[str, Any]] = []
             for i, cid in enumerate(ids):
                 cell = self._as_read.get(cid)
                 if cell is None or cid in self._stale:
-                    cell = self._convert(ycells[i], cid)
+                    cell = cell_from_y(ycells[i], cid, self._outputs)
                     self._as_read[cid] = cell
                     self.pulled.add(cid)
                 self.known.add(cid)
@@ -467,47 +461,13 @@ class LiveNotebook:
                 meta.get("metadata") or {}
             )
 
-    def _convert(self, ycell: Any, cid: str) -> dict[str, Any]:
-        cell: dict[str, Any] = _plain(ycell.to_py() or {})
-        cell.pop("execution_state", None)
-        cell["id"] = cid
-        cell.setdefault("metadata", {})
-        cell["source"] = str(cell.get("source", ""))
-        if cell.get("cell_type") == "code":
-            cell.setdefault("outputs", [])
-            cell.setdefault("execution_count", None)
-            self._outputs[cid] = json.dumps(cell["outputs"], sort_keys=True)
-        elif not cell.get("attachments"):
-            cell.pop("attachments", None)
-        return cell
-
     def push_metadata(self, metadata: dict[str, Any]) -> None:
         """Make the notebook's metadata ``metadata`` (kernelspec, language_info, ...)."""
         with self._lock:
             current = self._ymeta.get("metadata")
             held = current.to_py() if hasattr(current, "to_py") else current
-            if held is None or _plain(held) != metadata:
-                self._ymeta["metadata"] = self._pycrdt.Map(_yjs(json.loads(json.dumps(metadata))))
-
-    def _ycell(self, cell: dict[str, Any]) -> Any:
-        pycrdt = self._pycrdt
-        value: dict[str, Any] = {
-            k: _yjs(v) for k, v in cell.items() if k not in ("source", "metadata", "outputs")
-        }
-        value["source"] = pycrdt.Text(str(cell.get("source", "")))
-        value["metadata"] = pycrdt.Map(_yjs(json.loads(json.dumps(cell.get("metadata") or {}))))
-        if cell.get("cell_type") == "code":
-            value["outputs"] = pycrdt.Array([self._youtput(o) for o in cell.get("outputs") or []])
-            value["execution_state"] = "idle"
-        return pycrdt.Map(value)
-
-    def _youtput(self, output: dict[str, Any]) -> Any:
-        pycrdt = self._pycrdt
-        value = _yjs(json.loads(json.dumps(output)))
-        if value.get("output_type") == "stream":
-            text = value.get("text", "")
-            value["text"] = pycrdt.Text("".join(text) if isinstance(text, list) else str(text))
-        return pycrdt.Map(value)
+            if held is None or from_yjs(held) != metadata:
+                self._ymeta["metadata"] = self._pycrdt.Map(to_yjs(json.loads(json.dumps(metadata))))
 
     def push(self, cells: list[dict[str, Any]], changed: set[str] | None) -> None:
         """Make the document agree with ``cells`` (this writer's cells, in its order) where this
@@ -534,7 +494,7 @@ class LiveNotebook:
                     del ycells[i]
                     del ids[i]
             if changed is not None and ORDER_CHANGED in changed:  # this writer moved cells
-                self._reorder(ycells, ids, cells, changed)
+                reorder_ycells(self._pycrdt, ycells, ids, cells, changed, self._outputs)
             place = {cid: i for i, cid in enumerate(ids)}
             previous = -1
             for cell in cells:
@@ -544,74 +504,12 @@ class LiveNotebook:
                     self._stale.add(cid)  # read it again at the next pull
                 if at is None:
                     at = previous + 1
-                    ycells.insert(at, self._ycell(cell))
+                    ycells.insert(at, ycell(self._pycrdt, cell))
                     ids.insert(at, cid)
                     place = {c: i for i, c in enumerate(ids)}
                     if cell.get("cell_type") == "code":
                         self._outputs[cid] = json.dumps(cell.get("outputs") or [], sort_keys=True)
                 elif changed is None or cid in changed:
-                    self._update(ycells[at], cell)
+                    update_ycell(self._pycrdt, ycells[at], cell, self._outputs)
                 self.known.add(cid)
                 previous = at
-
-    def _reorder(self, ycells: Any, ids: list[str], cells: list[dict[str, Any]], moved: set[str]) -> None:
-        """Put the cells in ``moved`` (the ones this writer moved) where they are in its order:
-        after the cell that precedes each here (before the one that follows, at the top). Other
-        writers' cells are never moved from here: this writer's copy of them may be behind. A
-        shared cell cannot be moved in place: a moved cell is deleted and inserted again."""
-        if len(set(ids)) != len(ids):
-            return  # the same cell twice (writers raced): moving by id would be ambiguous
-        order = [str(c.get("id")) for c in cells]
-        for k, cell in enumerate(cells):
-            cid = order[k]
-            if cid not in moved or cid not in ids:
-                continue
-            source = ids.index(cid)
-            before = next((o for o in reversed(order[:k]) if o in ids and o != cid), None)
-            after = next((o for o in order[k + 1 :] if o in ids and o != cid), None)
-            del ycells[source]
-            ids.pop(source)
-            if before is not None:
-                dest = ids.index(before) + 1
-            elif after is not None:
-                dest = ids.index(after)
-            else:
-                dest = 0
-            ycells.insert(dest, self._ycell(cell))
-            ids.insert(dest, cid)
-            if cell.get("cell_type") == "code":
-                self._outputs[cid] = json.dumps(cell.get("outputs") or [], sort_keys=True)
-
-    def _update(self, ycell: Any, cell: dict[str, Any]) -> None:
-        source = str(cell.get("source", ""))
-        ytext = ycell.get("source")
-        if ytext is None or str(ytext) != source:
-            if ytext is None:
-                ycell["source"] = self._pycrdt.Text(source)
-            else:
-                del ytext[:]
-                ytext += source
-        metadata = cell.get("metadata") or {}
-        ymeta = ycell.get("metadata")
-        if ymeta is None or _plain(ymeta.to_py()) != metadata:
-            ycell["metadata"] = self._pycrdt.Map(_yjs(json.loads(json.dumps(metadata))))
-        if cell.get("cell_type") != "code":
-            return
-        if _plain(ycell.get("execution_count")) != cell.get("execution_count"):
-            ycell["execution_count"] = _yjs(cell.get("execution_count"))
-        outputs = cell.get("outputs") or []
-        text = json.dumps(outputs, sort_keys=True)
-        cid = str(cell.get("id"))
-        if self._outputs.get(cid) != text:
-            youtputs = ycell.get("outputs")
-            old = json.loads(self._outputs.get(cid) or "[]")
-            if youtputs is not None and len(youtputs) >= len(old) and outputs[: len(old)] == old:
-                # outputs streaming in: append what is new (the last one may have grown)
-                start = len(old)
-                if old and outputs[len(old) - 1] != old[-1]:
-                    start = len(old) - 1
-                    del youtputs[start]
-                youtputs.extend([self._youtput(o) for o in outputs[start:]])
-            else:
-                ycell["outputs"] = self._pycrdt.Array([self._youtput(o) for o in outputs])
-            self._outputs[cid] = text
