@@ -13,16 +13,18 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shlex
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from seer.errors import SandboxError
+from seer.providers import code_server as installer
 from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_SERVER_INSTALLER",
+    "CODE_SERVER_PREPARED",
     "HEAVY_PACKAGES",
     "HF_MOUNT",
     "IMAGE_REPO",
@@ -41,6 +44,7 @@ __all__ = [
     "PackageSources",
     "code_server_layer",
     "ensure_image",
+    "prepared_fingerprint",
     "python_layers",
     "render_dockerfile",
 ]
@@ -53,6 +57,11 @@ HF_MOUNT = "/opt/seer/hf-hub"
 TOOLS_DIR = "/opt/seer/tools"
 #: The code-server installer's name in the build context (:mod:`seer.providers.code_server`).
 CODE_SERVER_INSTALLER = "seer-code-server-install.py"
+#: The prepared code-server install's folder in the build context (``code_server_from``).
+CODE_SERVER_PREPARED = "seer-code-server"
+#: Parts of a prepared install (relative to its root) the image does not get: the npm shim (it
+#: names the client's path, and only the install ran it) and npm's download cache.
+PREPARED_SKIP = frozenset({"shim", ".npm-cache"})
 #: What building code-server's native modules needs (Debian names), installed in its layer.
 CODE_SERVER_BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
 #: Repository of the images seer builds; the tag is their content hash.
@@ -157,11 +166,26 @@ def python_layers(python_packages: Iterable[str], sources: PackageSources) -> li
     return lines
 
 
-def code_server_layer() -> list[str]:
-    """The Dockerfile lines of the ``debug`` layer: code-server (VS Code in the browser) built into
-    :data:`TOOLS_DIR` by :mod:`seer.providers.code_server`, with the compilers its native modules
-    need. It comes right after ``FROM``, so every ``debug=True`` config on one base image shares
-    it (built once, minutes), and a start finds code-server installed."""
+def code_server_layer(prepared: bool = False) -> list[str]:
+    """The Dockerfile lines of the ``debug`` layer: code-server (VS Code in the browser) in
+    :data:`TOOLS_DIR`. It comes right after ``FROM``, so every ``debug=True`` config on one base
+    image shares it (built once), and a start finds code-server installed.
+
+    By default the layer builds code-server with :mod:`seer.providers.code_server` and the
+    compilers its native modules need (minutes; needs apt and the package registries). With
+    ``prepared`` it copies an install made on the client (``code_server_from``, put in the build
+    context as :data:`CODE_SERVER_PREPARED`) and only checks that its Node runs on the base image.
+    """
+    if prepared:
+        root = installer.layout(TOOLS_DIR)["root"]
+        node = installer.layout(TOOLS_DIR)["node"]
+        return [
+            "# --- seer debug layer: code-server for debug=True, prepared on the client ---",
+            f"COPY {CODE_SERVER_PREPARED}/ {root}/",
+            f"RUN {node} --version >/dev/null || {{ echo 'seer: the prepared code-server install "
+            "(provider_options.code_server_from) does not run on this base image: prepare it for "
+            "the platform of the image: its architecture, and a glibc no newer than its own' >&2; exit 1; }",
+        ]
     build = " ".join(CODE_SERVER_BUILD_PACKAGES)
     return [
         "# --- seer debug layer: code-server for debug=True (seer.providers.code_server) ---",
@@ -176,6 +200,31 @@ def code_server_layer() -> list[str]:
     ]
 
 
+def _prepared_parts(root: Path) -> Iterator[Path]:
+    """The files, links and folders of a prepared install that go into the image, sorted: all but
+    what only its install used (:data:`PREPARED_SKIP`: the npm shim names the client's path)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        rel = here.relative_to(root)
+        dirnames[:] = sorted(d for d in dirnames if (rel / d).as_posix() not in PREPARED_SKIP)
+        yield from (here / d for d in dirnames)
+        yield from (here / f for f in sorted(filenames))
+
+
+def prepared_fingerprint(tools_dir: str) -> str:
+    """What identifies a prepared code-server install: its version and every part's path, type,
+    mode, size and modification time (a stat per file, not a read of its ~840 MB). A reinstall or
+    any changed file gives another fingerprint, hence another image."""
+    root = Path(installer.layout(tools_dir)["root"])
+    digest = hashlib.sha256(installer.VERSION.encode())
+    for path in _prepared_parts(root):
+        st = path.lstat()
+        digest.update(
+            f"\0{path.relative_to(root).as_posix()}\0{st.st_mode:o}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+        )
+    return digest.hexdigest()
+
+
 def render_dockerfile(
     base: str,
     *,
@@ -186,14 +235,17 @@ def render_dockerfile(
     needs_git: bool = False,
     sources: PackageSources | None = None,
     code_server: bool = False,
+    code_server_prepared: bool = False,
 ) -> str:
     """The Dockerfile of a sandbox image (its context holds the runtime wheel, and with
-    ``code_server`` the code-server installer).
+    ``code_server`` the code-server installer, or with ``code_server_prepared`` too the
+    prepared install).
 
     ``needs_git``: install git from apt unless the base image has it (remote repos are cloned
     inside the sandbox). ``sources``: where pip looks besides its configured index, and whether
     torch must be a CPU build (see :func:`python_layers`). ``code_server``: add
-    :func:`code_server_layer` (``debug=True``).
+    :func:`code_server_layer` (``debug=True``), built in the image or, with
+    ``code_server_prepared``, copied from the context.
     """
     system = " ".join(shlex.quote(p) for p in system_packages)
     lines = [
@@ -201,7 +253,7 @@ def render_dockerfile(
         "ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore",
     ]
     if code_server:
-        lines += code_server_layer()
+        lines += code_server_layer(prepared=code_server_prepared)
     if system:
         lines.append(
             "RUN command -v apt-get >/dev/null || { echo 'seer: system_packages need apt-get in the "
@@ -256,16 +308,36 @@ def _stream_build(stream: Iterable[dict[str, Any]], log: Log) -> str | None:
     return image_id
 
 
-def _context(files: dict[str, bytes]) -> io.BytesIO:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    buf.seek(0)
-    return buf
+def _context(files: dict[str, bytes], trees: dict[str, Path] | None = None) -> BinaryIO:
+    """The build context as a tar: ``files`` (name: content) and ``trees`` (name: a folder on the
+    client, its :func:`_prepared_parts`, links kept as links). With trees it is written to an
+    unnamed temporary file, streamed to the engine from disk (a prepared code-server is ~840 MB);
+    the caller closes it, which deletes it."""
+    # returned open: the caller closes it (with ... as), which deletes the file
+    fh: BinaryIO = tempfile.TemporaryFile(prefix="seer-context-") if trees else io.BytesIO()  # noqa: SIM115
+    try:
+        with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+            for name, root in (trees or {}).items():
+                tar.add(root, arcname=name, recursive=False, filter=_owned_by_root)
+                for path in _prepared_parts(root):
+                    arcname = f"{name}/{path.relative_to(root).as_posix()}"
+                    tar.add(path, arcname=arcname, recursive=False, filter=_owned_by_root)
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
+def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    return info
 
 
 def _image_id(client: DockerClient, ref: str) -> str | None:
@@ -360,14 +432,25 @@ def ensure_image(
     log: Log,
     needs_git: bool = False,
     code_server: bool = False,
+    code_server_from: str | None = None,
     wheel: RuntimeWheel | None = None,
     sources: PackageSources | None = None,
 ) -> tuple[str, bool]:
     """The sandbox image for these inputs, built only if the engine lacks it.
 
+    ``code_server_from``: with ``code_server``, a tools folder on the client holding a complete
+    install (``provider_options.code_server_from``), copied into the image rather than built
+    there; its :func:`prepared_fingerprint` is part of the image's key.
+
     Returns ``(tag, built)``: ``built`` is False when the image was found (nothing was built).
     """
     wheel = wheel or runtime_wheel()
+    prepared = code_server_from if code_server else None
+    if prepared is not None and not installer.installed(prepared):
+        raise ImageBuildError(
+            f"provider_options.code_server_from: {prepared} no longer holds a complete install of "
+            f"code-server {installer.VERSION}"
+        )
     dockerfile = render_dockerfile(
         base_id,
         system_packages=system_packages,
@@ -377,33 +460,35 @@ def ensure_image(
         needs_git=needs_git,
         sources=sources,
         code_server=code_server,
+        code_server_prepared=prepared is not None,
     )
     files = {"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()}
-    if code_server:
-        from seer.providers import code_server as installer
-
-        files[CODE_SERVER_INSTALLER] = Path(installer.__file__).read_bytes()
+    trees: dict[str, Path] = {}
     inputs = [RECIPE, dockerfile, wheel.sha256]
-    if code_server:
+    if prepared is not None:
+        trees[CODE_SERVER_PREPARED] = Path(installer.layout(prepared)["root"])
+        inputs.append(prepared_fingerprint(prepared))
+    elif code_server:
+        files[CODE_SERVER_INSTALLER] = Path(installer.__file__).read_bytes()
         inputs.append(hashlib.sha256(files[CODE_SERVER_INSTALLER]).hexdigest())
     key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
     tag = f"{IMAGE_REPO}:{key[:16]}"
     if _image_id(client, tag):
         log(f"image {tag} is cached: nothing to build")
         return tag, False
-    log(f"building image {tag}")
-    context = _context(files)
-    stream = client.api.build(
-        fileobj=context,
-        custom_context=True,
-        tag=tag,
-        labels={LABEL: "image", "seer.image.key": key},
-        network_mode="host",
-        rm=True,
-        forcerm=True,
-        decode=True,
-    )
-    _stream_build(stream, log)
+    log(f"building image {tag}" + (f" (code-server copied from {prepared})" if prepared else ""))
+    with _context(files, trees) as context:
+        stream = client.api.build(
+            fileobj=context,
+            custom_context=True,
+            tag=tag,
+            labels={LABEL: "image", "seer.image.key": key},
+            network_mode="host",
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        _stream_build(stream, log)
     if not _image_id(client, tag):
         raise ImageBuildError(f"the build left no image {tag}")
     return tag, True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import sys
@@ -56,6 +57,32 @@ class DockerOptions(BaseModel):
         description="an index URL offering CPU builds of torch (PyTorch's CPU wheel index or a "
         "mirror); a gpu=None sandbox takes torch from it, or else from find_links",
     )
+
+    code_server_from: str | None = Field(
+        None,
+        description="a tools folder on the client holding a complete code-server install of the "
+        "version seer uses (as scripts/code-server makes it), built for the image's platform: "
+        "debug=True copies it into the image instead of building code-server there (no compilers, "
+        "no npm registry needed)",
+    )
+
+    @field_validator("code_server_from")
+    @classmethod
+    def _check_code_server_from(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from seer.providers import code_server
+
+        path = os.path.abspath(os.path.expanduser(value))
+        if not os.path.isdir(path):
+            raise ValueError(f"{value!r} is not a folder on this machine")
+        if not code_server.installed(path):
+            raise ValueError(
+                f"{path} holds no complete install of code-server {code_server.VERSION} "
+                f"(expected {code_server.layout(path)['complete']}; make one with scripts/code-server "
+                f"or python -m seer.providers.code_server {path})"
+            )
+        return path
 
     @field_validator("find_links")
     @classmethod

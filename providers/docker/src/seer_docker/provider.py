@@ -400,6 +400,7 @@ class DockerProvider(Provider):
             system_packages=spec.system_packages,
             needs_git=remote,
             code_server=spec.code_server,
+            code_server_from=options.code_server_from,
             python_packages=spec.python_packages,
             workdir=options.workdir,
             log=log,
