@@ -13,7 +13,7 @@ from _ssh_kit import Box
 from seer import Sandbox
 from seer.errors import SandboxNotRunningError
 from seer_ssh.connection import Connection
-from seer_ssh.machine import agent
+from seer_ssh.machine import SshMachine, agent
 
 pytestmark = [pytest.mark.e2e]
 
@@ -57,6 +57,7 @@ def test_the_folders_teardown_copies_are_found_without_a_process(box: Box, chann
     sandbox = Sandbox(box.config()).start(quiet=True)
     try:
         machine = sandbox.machine
+        assert isinstance(machine, SshMachine)
         sandbox.write_file("outputs/a.txt", "a")
         sandbox.exec(
             "mkdir -p elsewhere && ln -s elsewhere linked && ln -s outputs/a.txt filelink", check=True
@@ -75,7 +76,9 @@ def test_the_folders_teardown_copies_are_found_without_a_process(box: Box, chann
 def test_the_connection_sends_each_packet_at_once(box: Box) -> None:
     sandbox = Sandbox(box.config()).start(quiet=True)
     try:
-        sock = sandbox.machine.conn.transport.sock
+        machine = sandbox.machine
+        assert isinstance(machine, SshMachine)
+        sock = machine.conn.transport.sock
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         sandbox.terminate()
