@@ -82,3 +82,23 @@ def test_the_connection_sends_each_packet_at_once(box: Box) -> None:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         sandbox.terminate()
+
+
+def test_a_provider_step_gets_all_its_output_however_the_exit_status_races_it(box: Box) -> None:
+    """sshd may send a command's exit status before the last of its output: ``Connection.run``
+    (the agent's calls) reads to the streams' end, and a moment past the exit where a background
+    child holds them open."""
+    import time
+
+    from seer_ssh.connection import connect
+    from seer_ssh.options import SshOptions
+
+    conn = connect(SshOptions.model_validate(box.options()))
+    for _ in range(20):
+        code, out, _err = conn.run("seq 1 20000; echo end")
+        assert code == 0 and out.splitlines()[-1] == "end" and len(out.splitlines()) == 20001
+    started = time.monotonic()
+    code, out, _err = conn.run("sleep 30 & echo $!")
+    assert code == 0 and out.strip().isdigit(), out
+    assert time.monotonic() - started < 10  # not the background child's 30 s
+    assert conn.run(f"kill {out.strip()}")[0] == 0

@@ -74,6 +74,10 @@ class SshMachine(ExecMachine):
 
     #: the provider this machine belongs to (its forwards live under ``$SEER_HOME/<name>/``)
     provider_name = "ssh"
+    #: whether the sandbox's commands run on the host its connection logs into, so that the
+    #: agent's ``begin`` there may find the environment as the sandbox's interpreter keys it
+    #: (seer-slurm's node machine says no: the login node's Python need not be the node's)
+    begin_finds_env: bool = True
 
     def __init__(self, conn: Connection, sandbox_id: str, record: Mapping[str, Any], ledger: Ledger):
         self.conn = conn
@@ -394,7 +398,9 @@ def provision(
         json.dumps(folders),
         json.dumps(dict(links or {})),
         "-",
-        json.dumps({"requirements": requirements, "wheel": remote_wheel}),
+        json.dumps({"requirements": requirements, "wheel": remote_wheel})
+        if machine_cls.begin_finds_env
+        else "",
         stdin=_env_lines(env).encode(),
     )
     sb_dir = posixpath.dirname(made["workdir"])
