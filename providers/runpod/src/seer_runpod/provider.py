@@ -27,7 +27,6 @@ import contextlib
 import posixpath
 import re
 import secrets
-import shlex
 import time
 from collections.abc import Sequence
 from importlib import resources
@@ -57,7 +56,7 @@ TERMINATE_SOURCE = resources.files("seer_runpod").joinpath("watchdog.py").read_t
 _POD_NAME = re.compile(r"^seer-(runpod-[0-9a-f]{12})$")
 #: Characters the runpod SDK cannot send in a value (it writes them into GraphQL unescaped).
 _UNSENDABLE = ('"', "\\", "\n", "\r")
-#: The caches a pod's sandboxes share, under :meth:`RunPodOptions.shared_dir` (see ``_share``).
+#: The caches a pod's sandboxes share, under :meth:`RunPodOptions.shared_dir` (see ``_shared_links``).
 _SHARED = ("hf-hub", "envs", "runtime")
 #: What RunPod calls a stopped pod (``podStop``): its container ended, the pod not terminated.
 _STOPPED = "EXITED"
@@ -316,7 +315,6 @@ class RunPodProvider(Provider):
         LEDGER.update(sandbox_id, pod_id=pod_id)
         spec.report(f"pod {pod_id}: waiting for its SSH port")
         conn, ssh = self._reach(runpod, sandbox_id, pod_id, options)
-        _share(conn, options)
         machine = provision(  # RunPodMachine, as asked
             conn,
             RunPodMachine,
@@ -326,6 +324,7 @@ class RunPodProvider(Provider):
             ledger=LEDGER,
             # after the sandbox ends at its timeout, the pod terminates itself through the API
             then=[ssh.python, "-c", TERMINATE_SOURCE, api.api_url(), pod_id],
+            links=_shared_links(options),  # made by the agent's begin: no call of their own
         )
         assert isinstance(machine, RunPodMachine)
         machine.record.update(pod_id=pod_id, ssh=ssh.model_dump())
@@ -339,6 +338,7 @@ class RunPodProvider(Provider):
         deadline = time.monotonic() + options.startup_timeout
         last = "the pod has no SSH port yet"
         pause = _POLL_FIRST
+        steady_until = time.monotonic() + _POLL_STEADY
         while time.monotonic() < deadline:
             address = _ssh_address(runpod.get_pod(pod_id))
             if address is not None:
@@ -349,10 +349,11 @@ class RunPodProvider(Provider):
                     raise
                 except SshConnectError as exc:
                     last = str(exc)
-            # soon at first (a pod that is up is reached at once), then less often (a pod that
-            # boots for minutes is not asked about several times a second)
+            # as often as a hand-written loop at first (a pod that is up is reached at once),
+            # then less often (a pod that boots for minutes is not asked several times a second)
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 1.5, _POLL_MAX)
+            if time.monotonic() >= steady_until:
+                pause = min(pause * 1.5, _POLL_MAX)
         raise SandboxError(f"pod {pod_id} did not answer over SSH in {options.startup_timeout:g} s: {last}")
 
     def _machine(self, sandbox_id: str, record: dict[str, Any]) -> RunPodMachine:
@@ -480,8 +481,10 @@ class RunPodProvider(Provider):
             agent(conn, "end", record["base"], machine_id, "terminated", timeout=60)
 
 
-#: How long the start waits between looks at a booting pod: first, and at most.
+#: How long the start waits between looks at a booting pod: first (for ``_POLL_STEADY``
+#: seconds), and at most (backing off by half each time after that).
 _POLL_FIRST = 0.2
+_POLL_STEADY = 10.0
 _POLL_MAX = 3.0
 
 #: Why hidden models and a network volume do not go together.
@@ -503,21 +506,15 @@ def _hidden_problems(config: SandboxConfig) -> list[ConfigProblem]:
     return [ConfigProblem("provider_options.network_volume_id", _HIDDEN_ON_VOLUME)]
 
 
-def _share(conn: Connection, options: RunPodOptions) -> None:
-    """Lay out seer's folders in a new pod: the shared caches (:data:`_SHARED`) on the volume,
-    reached from the sandboxes' folder (:meth:`RunPodOptions.base_dir`) by symbolic links when
-    that is elsewhere (a network volume: a sandbox's own files stay on the pod's disk)."""
+def _shared_links(options: RunPodOptions) -> dict[str, str]:
+    """How a new pod's sandboxes reach the caches they share (:data:`_SHARED`) on the volume:
+    symbolic links from the sandboxes' folder (:meth:`RunPodOptions.base_dir`) when that is
+    elsewhere (a network volume: a sandbox's own files stay on the pod's disk), ``{link:
+    target}`` for the agent's ``begin``, which makes the targets private (0700) first."""
     base, shared = options.base_dir(), options.shared_dir()
     if base == shared:
-        return
-    lines = [f"mkdir -p -m 700 {shlex.quote(base)} {shlex.quote(shared)}"]
-    for name in _SHARED:
-        target, link = posixpath.join(shared, name), posixpath.join(base, name)
-        target, link = shlex.quote(target), shlex.quote(link)
-        lines.append(f"mkdir -p -m 700 {target} && ln -sfn {target} {link}")
-    code, out, err = conn.run(" && ".join(lines), timeout=60)
-    if code != 0:
-        raise SandboxError(f"could not lay out seer's folders in the pod: {(err or out).strip()[-500:]}")
+        return {}
+    return {posixpath.join(base, name): posixpath.join(shared, name) for name in _SHARED}
 
 
 def connect_lazily(options: SshOptions) -> Connection:

@@ -612,6 +612,9 @@ class _NodeMachine(SshMachine):
     made from its record after)."""
 
     provider_name = "slurm"
+    # the agent's begin runs on the login node, whose Python may not be the node's: the node's
+    # own ``env`` call finds (or builds) the environment
+    begin_finds_env = False
 
 
 def _detail(job: dict[str, str]) -> str:

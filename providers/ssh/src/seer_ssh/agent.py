@@ -8,12 +8,18 @@ so any client that can log in finds it again (``seer ls`` / ``seer down`` after 
 
 Commands (each prints one JSON document on its last line of stdout):
 
-* ``begin BASE ID META``: make the sandbox's folders (0700) and write its record;
+* ``begin BASE ID META [FOLDERS [LINKS [- [ENVIRONMENT]]]]``: make the sandbox's folders (0700),
+  the shared ones named in ``FOLDERS`` and the symbolic links of ``LINKS`` (a pod's caches on
+  its network volume), and write its record; with ``-``, its environment file (``env.sh``,
+  0600) from stdin (secrets never go on a command line); with ``ENVIRONMENT``, ``env``'s work
+  too when there is nothing to build (the environment and the runtime ready);
 * ``update BASE ID CHANGES``: merge ``CHANGES`` (JSON) into a running sandbox's record;
 * ``env BASE REQUIREMENTS WHEEL``: the virtual environment for a package set (one per distinct
   set and remote interpreter, under ``<base>/envs/<hash>``, built once under a lock and reused;
   one whose build was killed is removed by the next call) and seer's runtime unpacked from the
-  uploaded wheel (``<base>/runtime/<sha>``);
+  uploaded wheel (``<base>/runtime/<sha>``); ``{"wheel": "missing"}`` at once when the wheel is
+  not uploaded yet. With ``ID``, the sandbox's record gets the environment's Python and its
+  environment file the lines that put the environment and the runtime first;
 * ``end BASE ID STATUS [-- ARGV...]``: end a sandbox: record its status, keep its notebooks and
   outputs under ``<base>/outputs/<id>/`` when no client is there to copy them (``expired``,
   ``lost``), kill every process carrying its mark, remove its files; then exec ``ARGV`` if given
@@ -27,6 +33,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -82,11 +89,25 @@ def _watchdog_alive(sb: str) -> bool:
     return _starttime(int(pid)) == start
 
 
-def begin(base: str, sandbox_id: str, meta: str, folders: str = "[]") -> dict[str, str]:
+def begin(
+    base: str,
+    sandbox_id: str,
+    meta: str,
+    folders: str = "[]",
+    links: str = "{}",
+    env_file: str = "",
+    environment: str = "",
+) -> dict[str, Any]:
     """The sandbox's folder and record, and ``folders`` (JSON list; relative ones are taken in the
-    sandbox's folder) made private (0700) in the same call."""
+    sandbox's folder) made private (0700) in the same call. ``links`` (JSON ``{link: target}``):
+    each target made (0700) and ``link`` pointing at it, before the folders (which may lie behind
+    them). ``env_file`` ``-``: the sandbox's environment file written from stdin (0600).
+    ``environment`` (JSON ``{"requirements": [...], "wheel": path}``): when that environment and
+    runtime are ready (:func:`ready_env`), the answer's ``env`` is ``env``'s, and no ``env`` call
+    is needed."""
     sb = _sandbox_dir(base, sandbox_id)
     wanted = json.loads(folders)
+    _links(json.loads(links))
     # the shared ones first: one that cannot be made leaves no sandbox folder behind
     _private_dirs([f for f in wanted if os.path.isabs(f)])
     os.makedirs(os.path.join(base, "sandboxes"), mode=0o700, exist_ok=True)
@@ -94,13 +115,48 @@ def begin(base: str, sandbox_id: str, meta: str, folders: str = "[]") -> dict[st
     os.mkdir(os.path.join(sb, "work"), 0o700)
     try:
         _private_dirs([os.path.join(sb, f) for f in wanted if not os.path.isabs(f)])
-    except SystemExit:
+        if env_file == "-":
+            _write_text(os.path.join(sb, "env.sh"), sys.stdin.read())
+    except BaseException:
         shutil.rmtree(sb, ignore_errors=True)
         raise
     record = json.loads(meta)
     record.update(id=sandbox_id, status="running")
     _write(os.path.join(sb, "meta.json"), record)
-    return {"dir": sb, "workdir": os.path.join(sb, "work")}
+    made: dict[str, Any] = {"dir": sb, "workdir": os.path.join(sb, "work")}
+    if environment and env_file == "-":
+        wanted_env = json.loads(environment)
+        made["env"] = ready_env(base, sandbox_id, wanted_env["requirements"], wanted_env["wheel"])
+    return made
+
+
+def _links(links: dict[str, str]) -> None:
+    """Each ``target`` a private folder and ``link`` a symbolic link to it (as ``ln -sfn``: a link
+    already there is replaced, atomically; a real folder there is left as it is)."""
+    _private_dirs(list(links.values()))
+    for link, target in links.items():
+        _private_dirs([os.path.dirname(link)])
+        if os.path.islink(link) and os.readlink(link) == target:
+            continue
+        if os.path.lexists(link) and not os.path.islink(link):
+            continue
+        tmp = f"{link}.seer-tmp"
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.symlink(target, tmp)
+            os.replace(tmp, link)
+        except OSError as exc:
+            raise SystemExit(f"could not link {link} to {target}: {exc.strerror}") from None
+
+
+def _write_text(path: str, text: str) -> None:
+    """``text`` into ``path`` (0600), replacing it atomically."""
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def _private_dirs(paths: list[str]) -> None:
@@ -146,15 +202,18 @@ def _run_logged(argv: list[str]) -> None:
 
 def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[str, Any]:
     """The environment for ``requirements`` (JSON list) and seer's runtime from ``wheel`` (the
-    uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``. With
-    ``sandbox_id``, that sandbox's record gets the environment's ``python`` (as ``update`` would,
-    without another call)."""
+    uploaded file's path): ``{"python": ..., "runtime": ..., "built": bool}``, or
+    ``{"wheel": "missing"}`` (nothing done) when ``wheel`` is not there: the client uploads it and
+    asks again. With ``sandbox_id``, that sandbox's record gets the environment's ``python`` (as
+    ``update`` would, without another call) and its environment file (``env.sh``) the lines
+    that put the environment's ``bin`` first on ``PATH`` and the runtime on ``PYTHONPATH``."""
+    if not os.path.isfile(wheel):
+        return {"wheel": "missing"}
     reqs = sorted(json.loads(requirements))
-    key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
     envs = os.path.join(base, "envs")
     os.makedirs(envs, mode=0o700, exist_ok=True)
     _remove_killed_builds(envs)
-    env_dir = os.path.join(envs, key)
+    env_dir = _env_dir(base, reqs)
     built = False
     with _locked(env_dir + ".lock"):
         if not os.path.isfile(os.path.join(env_dir, ".seer-env-complete")):
@@ -173,7 +232,10 @@ def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[
                 shutil.rmtree(env_dir, ignore_errors=True)
                 raise
         else:
-            print(f"the Python environment for this package set is there: reused ({key})", flush=True)
+            print(
+                f"the Python environment for this package set is there: reused ({os.path.basename(env_dir)})",
+                flush=True,
+            )
     runtime = wheel[: -len(".whl")]
     with _locked(runtime + ".lock"):
         if not os.path.isfile(os.path.join(runtime, ".complete")):
@@ -184,7 +246,51 @@ def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[
     python = os.path.join(env_dir, "bin", "python")
     if sandbox_id:
         update(base, sandbox_id, json.dumps({"python": python}))
+        _use_env(_sandbox_dir(base, sandbox_id), env_dir, runtime)
     return {"python": python, "runtime": runtime, "built": built}
+
+
+def _env_dir(base: str, reqs: list[str]) -> str:
+    """Where the environment of the package set ``reqs`` (sorted) lives for this interpreter."""
+    key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
+    return os.path.join(base, "envs", key)
+
+
+def ready_env(base: str, sandbox_id: str, requirements: list[str], wheel: str) -> dict[str, Any] | None:
+    """``env``'s answer when there is nothing to build or unpack (the environment and the runtime
+    complete: neither is ever removed once complete, so no lock is needed to see it), with
+    what it records for the sandbox; else None (the client runs ``env``, streaming its output
+    as a sandbox command)."""
+    env_dir = _env_dir(base, sorted(requirements))
+    runtime = wheel[: -len(".whl")]
+    envs = os.path.dirname(env_dir)
+    if not (
+        os.path.isfile(wheel)
+        and os.path.isfile(os.path.join(env_dir, ".seer-env-complete"))
+        and os.path.isfile(os.path.join(runtime, ".complete"))
+    ):
+        return None
+    _remove_killed_builds(envs)  # as ``env`` does on every call
+    python = os.path.join(env_dir, "bin", "python")
+    update(base, sandbox_id, json.dumps({"python": python}))
+    _use_env(_sandbox_dir(base, sandbox_id), env_dir, runtime)
+    return {"python": python, "runtime": runtime, "built": False}
+
+
+def _use_env(sb: str, env_dir: str, runtime: str) -> None:
+    """The sandbox's environment file with the environment and the runtime first (the lines
+    appended once; the file replaced atomically, so a command reading it sees one or the other)."""
+    path = os.path.join(sb, "env.sh")
+    with open(path) as fh:
+        text = fh.read()
+    q = shlex.quote
+    lines = (
+        f'export PATH={q(os.path.join(env_dir, "bin"))}:"$PATH"\n'
+        f"export VIRTUAL_ENV={q(env_dir)}\n"
+        f"export PYTHONPATH={q(runtime)}\n"
+    )
+    if not text.endswith(lines):
+        _write_text(path, text + lines)
 
 
 def _remove_killed_builds(envs: str) -> None:
@@ -225,7 +331,7 @@ def _marked(sandbox_id: str) -> list[int]:
 
 
 def _kill_all(sandbox_id: str) -> None:
-    for _ in range(20):
+    for attempt in range(20):
         pids = _marked(sandbox_id)
         if not pids:
             return
@@ -234,7 +340,8 @@ def _kill_all(sandbox_id: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        time.sleep(0.05)
+        # a killed process is gone within milliseconds: look again soon, then less often
+        time.sleep(min(0.05, 0.005 * 2**attempt))
 
 
 def end(base: str, sandbox_id: str, status: str, then: list[str] | None = None) -> dict[str, Any]:

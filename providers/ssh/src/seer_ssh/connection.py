@@ -143,6 +143,7 @@ class Connection:
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(15)
+        _no_delay(transport)
         self._client = client
         self._sftp = None
         self.connects += 1
@@ -248,14 +249,25 @@ class Connection:
             out = bytearray()
             err = bytearray()
             deadline = time.monotonic() + timeout
-            while not (chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready()):
+            exited_at: float | None = None
+            while True:
                 if time.monotonic() > deadline:
                     raise SandboxError(f"`{command[:80]}` on {self.options.address} took over {timeout:g} s")
                 if chan.recv_ready():
                     out += chan.recv(65536)
                 elif chan.recv_stderr_ready():
                     err += chan.recv_stderr(65536)
-                elif chan.closed and not chan.exit_status_ready():
+                elif chan.exit_status_ready():
+                    # sshd may send the exit status before the last of the output: done at the
+                    # streams' end (EOF), or a moment after the exit where a background child
+                    # of the command holds them open
+                    if chan.eof_received or chan.closed:
+                        break
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at > _EOF_GRACE:
+                        break
+                    time.sleep(0.002)
+                elif chan.closed:
                     raise ConnectionLost(f"the connection to {self.options.address} dropped")
                 else:
                     chan.status_event.wait(0.01)
@@ -304,11 +316,25 @@ class Connection:
         return shlex.join([self.options.python, "-c", source, *args])
 
 
+def _no_delay(transport: paramiko.Transport) -> None:
+    """Send each SSH packet at once (``TCP_NODELAY``, as OpenSSH's client does): paramiko leaves
+    Nagle's algorithm on, so a request made of several small packets (a channel's open, its
+    exec, an SFTP call after one) waited for the host's delayed ACK, about 40 ms, before its
+    last packet went. A jump host's channel is no socket: its own connection carries the flag."""
+    sock = transport.sock
+    if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _ssh_exception() -> type[Exception]:
     import paramiko
 
     return paramiko.SSHException
 
+
+#: How long :meth:`Connection.run` waits for a command's streams to end after its exit status.
+_EOF_GRACE = 2.0
 
 _pool_lock = threading.Lock()
 _pool: dict[tuple[Any, ...], Connection] = {}

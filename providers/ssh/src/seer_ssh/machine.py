@@ -25,6 +25,7 @@ import shlex
 import stat
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +74,10 @@ class SshMachine(ExecMachine):
 
     #: the provider this machine belongs to (its forwards live under ``$SEER_HOME/<name>/``)
     provider_name = "ssh"
+    #: whether the sandbox's commands run on the host its connection logs into, so that the
+    #: agent's ``begin`` there may find the environment as the sandbox's interpreter keys it
+    #: (seer-slurm's node machine says no: the login node's Python need not be the node's)
+    begin_finds_env: bool = True
 
     def __init__(self, conn: Connection, sandbox_id: str, record: Mapping[str, Any], ledger: Ledger):
         self.conn = conn
@@ -262,6 +267,30 @@ class SshMachine(ExecMachine):
                 raise self._sftp_missing(target) from None
         return data
 
+    def existing_dirs(self, paths: list[str]) -> set[str]:
+        """Which of ``paths`` are folders, by SFTP stats on the open session (no process started
+        in the sandbox: a round trip of the connection each, not a command's). The sandbox's
+        environment file is looked at first: one that ended is :class:`SandboxNotRunningError`,
+        never "nothing to copy"."""
+
+        def look(sftp: paramiko.SFTPClient) -> set[str]:
+            sftp.stat(self.env_file)  # FileNotFoundError: the sandbox ended
+            found = set()
+            for path in paths:
+                try:
+                    if stat.S_ISDIR(sftp.stat(self.resolve(path)).st_mode or 0):
+                        found.add(path)
+                except FileNotFoundError:
+                    continue
+            return found
+
+        with self._reaching():
+            try:
+                found: set[str] = self.conn.sftp(look)
+            except FileNotFoundError:
+                raise self.not_running() from None
+        return found
+
     def model_cache_dir(self) -> str:
         return self._cache
 
@@ -320,13 +349,20 @@ def provision(
     ledger: Ledger,
     extra_env: Mapping[str, str] | None = None,
     then: list[str] | None = None,
+    links: Mapping[str, str] | None = None,
 ) -> SshMachine:
-    """Make sandbox ``sandbox_id`` on the host ``conn`` reaches: its record and folders, its
-    environment file, the watchdog that ends it at ``spec.timeout`` (then runs ``then``, an argv,
-    if given), the Python environment for ``spec.python_packages`` and seer's runtime. The caller
-    has begun ``ledger``'s record and cleans up on failure."""
+    """Make sandbox ``sandbox_id`` on the host ``conn`` reaches: its record and folders (and the
+    symbolic links ``links``, ``{link: target}``, before them), its environment file, the
+    watchdog that ends it at ``spec.timeout`` (then runs ``then``, an argv, if given), the Python
+    environment for ``spec.python_packages`` and seer's runtime. The caller has begun
+    ``ledger``'s record and cleans up on failure.
+
+    Two round trips when the host has the environment and the runtime already: the agent's
+    ``begin`` (folders, links, record, the environment file, the environment found and the
+    file completed: one Python start), then the watchdog's start. Otherwise the agent's ``env``
+    (the wheel looked for, uploaded if missing, the environment built, streaming its output)
+    runs beside the watchdog's start, on another channel of the one connection."""
     now = time.time()
-    report = spec.report
     meta = {
         "name": spec.name,
         "labels": dict(spec.labels),
@@ -341,66 +377,103 @@ def provision(
     # Made by the agent's begin (relative: in the sandbox's folder), one call for all of it.
     shared_cache = posixpath.join(base, "hf-hub")
     folders = [posixpath.dirname(remote_wheel), "hf-hub" if spec.private_model_cache else shared_cache]
-    made = agent(conn, "begin", base, sandbox_id, json.dumps(meta), json.dumps(folders))
-    sb_dir = posixpath.dirname(made["workdir"])
-    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else shared_cache
-    record = {**meta, "workdir": made["workdir"], "model_cache": cache}
-    machine = machine_cls(conn, sandbox_id, record, ledger)
     env = {
         **spec.env,
         **spec.secrets,
         **(extra_env or {}),
-        "SEER_WORKDIR": machine.workdir,
+        "SEER_WORKDIR": posixpath.join(base, "sandboxes", sandbox_id, "work"),
         "SEER_SANDBOX_ID": sandbox_id,
         MARK: sandbox_id,
         "PYTHONUNBUFFERED": "1",
     }
-    _write_env(machine, env, extra="")
-    # the watchdog first: from here on the sandbox ends at its deadline whatever happens
-    end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
-    machine.start_watchdog(spec.timeout, [*end, "--", *then] if then else end)
-    try:
-        conn.sftp(lambda sftp: sftp.stat(remote_wheel))
-    except FileNotFoundError:
-        conn.sftp(lambda sftp: sftp.put(str(wheel.path), remote_wheel + ".part"))
-        conn.sftp(lambda sftp: sftp.posix_rename(remote_wheel + ".part", remote_wheel))
     requirements = [*spec.python_packages, *runtime_requirements()]
-    # the agent records the environment's python in the sandbox's record itself (no "update")
-    code, lines = _stream_agent(
-        machine, ["env", base, json.dumps(requirements), remote_wheel, sandbox_id], report
+    # the environment file (secrets included) goes on stdin, never on a command line; when the
+    # environment and the runtime are ready, begin completes it and records the python itself
+    made = agent(
+        conn,
+        "begin",
+        base,
+        sandbox_id,
+        json.dumps(meta),
+        json.dumps(folders),
+        json.dumps(dict(links or {})),
+        "-",
+        json.dumps({"requirements": requirements, "wheel": remote_wheel})
+        if machine_cls.begin_finds_env
+        else "",
+        stdin=_env_lines(env).encode(),
     )
-    if code != 0:
-        raise SandboxError(
-            f"could not make the sandbox's Python environment on {conn.options.address}:\n{lines}"
-        )
-    made_env = json.loads(lines.strip().splitlines()[-1])
+    sb_dir = posixpath.dirname(made["workdir"])
+    if made["workdir"] != env["SEER_WORKDIR"]:  # the agent and this module agree on the layout
+        raise SandboxError(f"seer's agent made the sandbox in {made['workdir']}, not {env['SEER_WORKDIR']}")
+    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else shared_cache
+    record = {**meta, "workdir": made["workdir"], "model_cache": cache}
+    machine = machine_cls(conn, sandbox_id, record, ledger)
+    # The watchdog starts beside the environment's build, if one is needed (another channel of
+    # the connection): from then on the sandbox ends at its deadline whatever happens; a watchdog
+    # that could not start fails the start once the build is over (the caller tears the sandbox
+    # down). Nothing is built before it: begin only finds an environment that is ready. The
+    # connection's SFTP session (a process on the host) opens meanwhile too, for the files and
+    # teardown's look at what to copy.
+    end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="seer-start") as pool:
+        watchdog = pool.submit(machine.start_watchdog, spec.timeout, [*end, "--", *then] if then else end)
+        pool.submit(_open_sftp, conn)
+        if made.get("env"):  # begin found it: said as env says it
+            key = posixpath.basename(posixpath.dirname(posixpath.dirname(made["env"]["python"])))
+            spec.report(f"the Python environment for this package set is there: reused ({key})")
+        try:
+            made_env = made.get("env") or _environment(
+                machine,
+                requirements,
+                args=(base, remote_wheel, sandbox_id),
+                wheel=wheel.path,
+                report=spec.report,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                watchdog.result()  # the caller tears down once the watchdog's start is over
+            raise
+        watchdog.result()  # its failure is the start's
     machine.python = made_env["python"]
-    venv_bin = posixpath.dirname(machine.python)
-    _write_env(
-        machine,
-        env,
-        extra=(
-            f'export PATH={shlex.quote(venv_bin)}:"$PATH"\n'
-            f"export VIRTUAL_ENV={shlex.quote(posixpath.dirname(venv_bin))}\n"
-            f"export PYTHONPATH={shlex.quote(made_env['runtime'])}\n"
-        ),
-    )
     machine.record.update(python=machine.python)
     return machine
 
 
-def _write_env(machine: SshMachine, env: Mapping[str, str], *, extra: str) -> None:
-    lines = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
-    data = (lines + extra).encode()
-    path = machine.env_file
+def _environment(
+    machine: SshMachine, requirements: list[str], *, args: tuple[str, str, str], wheel: Any, report: Any
+) -> dict[str, Any]:
+    """The agent's ``env`` for the sandbox: seer's runtime wheel uploaded first when the agent
+    says it is missing (then asked again)."""
+    conn = machine.conn
+    base, remote_wheel, sandbox_id = args
+    # the agent records the environment's python in the sandbox's record itself (no "update"),
+    # and completes the sandbox's environment file (no second write)
+    argv = ["env", base, json.dumps(requirements), remote_wheel, sandbox_id]
+    for _ in range(2):
+        code, lines = _stream_agent(machine, argv, report)
+        if code != 0:
+            raise SandboxError(
+                f"could not make the sandbox's Python environment on {conn.options.address}:\n{lines}"
+            )
+        made: dict[str, Any] = json.loads(lines.strip().splitlines()[-1])
+        if made.get("wheel") != "missing":
+            return made
+        conn.sftp(lambda sftp: sftp.put(str(wheel), remote_wheel + ".part"))
+        conn.sftp(lambda sftp: sftp.posix_rename(remote_wheel + ".part", remote_wheel))
+    raise SandboxError(
+        f"seer's runtime wheel uploaded to {remote_wheel} on {conn.options.address} is not there"
+    )
 
-    def write(sftp: paramiko.SFTPClient) -> None:
-        with sftp.open(path + ".tmp", "wb") as fh:
-            fh.chmod(0o600)
-            fh.write(data)
-        sftp.posix_rename(path + ".tmp", path)
 
-    machine.conn.sftp(write)
+def _open_sftp(conn: Connection) -> None:
+    """Open the connection's SFTP session now (what fails here is met again at its first use)."""
+    with contextlib.suppress(Exception):
+        conn.sftp(lambda _sftp: None)
+
+
+def _env_lines(env: Mapping[str, str]) -> str:
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
 
 
 def _stream_agent(machine: SshMachine, args: list[str], report: Any) -> tuple[int, str]:

@@ -261,9 +261,11 @@ class Sandbox:
         dest = self.outputs_dir
         try:
             kept = copy_out(self.machine, dest)
-        except SandboxNotRunningError:
-            return False
         except Exception as exc:
+            # a machine that ended has nothing left to copy; one that is only stopped (a RunPod
+            # pod its agent stopped) still holds the files: that is a copy that failed
+            if isinstance(exc, SandboxNotRunningError) and not self._still_exists():
+                return False
             why = f"could not copy the notebooks and outputs of sandbox {self.sandbox_id} to {dest}: {exc}"
             if not force:
                 raise SandboxError(
@@ -276,6 +278,14 @@ class Sandbox:
         if kept.files:
             self._progress.note(kept.summary(self.sandbox_id))
         return True
+
+    def _still_exists(self) -> bool:
+        """Whether the machine still exists (running or stopped), asked after a copy found it not
+        running; a status that cannot be had counts as ended, as the copy said."""
+        try:
+            return self.machine.status().alive
+        except Exception:
+            return False
 
     def __enter__(self) -> Sandbox:
         if self._machine is None:

@@ -1,0 +1,107 @@
+"""seer-ssh's remote agent run as it runs on a host (``python3 agent.py COMMAND ...``), in a
+temporary folder here: what ``begin`` and ``env`` do in one call each (#27)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import seer_ssh
+from seer_ssh import agent
+
+pytestmark = pytest.mark.unit
+
+AGENT = Path(seer_ssh.__file__).with_name("agent.py")
+
+
+def _agent(*args: str, stdin: str | None = None) -> Any:
+    done = subprocess.run(
+        [sys.executable, str(AGENT), *args], input=stdin, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _ready(base: Path, requirements: list[str]) -> tuple[Path, Path]:
+    """A wheel, its runtime unpacked and the environment of ``requirements`` complete, as ``env``
+    leaves them (the environment found where ``env`` would make it)."""
+    wheel = base / "runtime" / "abc.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"wheel")
+    runtime = base / "runtime" / "abc"
+    runtime.mkdir()
+    (runtime / ".complete").touch()
+    env_dir = Path(agent._env_dir(str(base), sorted(requirements)))
+    (env_dir / "bin").mkdir(parents=True)
+    (env_dir / ".seer-env-complete").write_text("{}")
+    return wheel, env_dir
+
+
+def test_begin_makes_links_folders_record_and_environment_file_in_one_call(tmp_path: Path) -> None:
+    base, shared = tmp_path / "pod", tmp_path / "volume"
+    links = {str(base / name): str(shared / name) for name in ("hf-hub", "envs", "runtime")}
+    os.makedirs(base)
+    os.symlink(tmp_path / "old", base / "envs")  # a link already there is replaced
+    env_file = "export SECRET='s3cret'\n"
+    made = _agent(
+        "begin",
+        str(base),
+        "ssh-000000000001",
+        json.dumps({"name": "a"}),
+        json.dumps([str(base / "runtime"), str(base / "hf-hub"), "own"]),
+        json.dumps(links),
+        "-",
+        stdin=env_file,
+    )
+    sb = base / "sandboxes" / "ssh-000000000001"
+    assert made == {"dir": str(sb), "workdir": str(sb / "work")}
+    for link, target in links.items():
+        assert os.readlink(link) == target
+        assert _mode(Path(target)) == 0o700
+    assert _mode(sb / "own") == 0o700
+    assert (sb / "env.sh").read_text() == env_file
+    assert _mode(sb / "env.sh") == 0o600  # secrets: the owner's alone
+    assert json.loads((sb / "meta.json").read_text())["status"] == "running"
+
+
+def test_begin_finds_a_ready_environment_and_completes_the_environment_file(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    requirements = ["six", "seer-runtime-dep"]
+    wheel, env_dir = _ready(base, requirements)
+    wanted = json.dumps({"requirements": requirements, "wheel": str(wheel)})
+    made = _agent("begin", str(base), "ssh-000000000002", "{}", "[]", "{}", "-", wanted, stdin="export A=1\n")
+    python = str(env_dir / "bin" / "python")
+    assert made["env"] == {"python": python, "runtime": str(base / "runtime" / "abc"), "built": False}
+    sb = base / "sandboxes" / "ssh-000000000002"
+    assert json.loads((sb / "meta.json").read_text())["python"] == python
+    lines = (sb / "env.sh").read_text().splitlines()
+    assert lines[0] == "export A=1"
+    assert lines[1].startswith(f"export PATH={env_dir / 'bin'}:")
+    assert lines[2:] == [f"export VIRTUAL_ENV={env_dir}", f"export PYTHONPATH={base / 'runtime' / 'abc'}"]
+    assert _mode(sb / "env.sh") == 0o600
+
+
+def test_begin_leaves_an_environment_that_is_not_ready_to_env(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    wheel, env_dir = _ready(base, ["six"])
+    (env_dir / ".seer-env-complete").unlink()  # a build under way, or killed
+    wanted = json.dumps({"requirements": ["six"], "wheel": str(wheel)})
+    made = _agent("begin", str(base), "ssh-000000000003", "{}", "[]", "{}", "-", wanted, stdin="")
+    assert made["env"] is None
+    assert (base / "sandboxes" / "ssh-000000000003" / "env.sh").read_text() == ""
+
+
+def test_env_asks_for_the_wheel_before_doing_anything(tmp_path: Path) -> None:
+    missing = tmp_path / "runtime" / "abc.whl"
+    assert _agent("env", str(tmp_path), "[]", str(missing)) == {"wheel": "missing"}
+    assert not (tmp_path / "envs").exists()
