@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import nbformat
-from _mcp_client import McpClient, server_env, text, texts
-
 #: The notebook MCP server as an agent's harness starts it for the seed: no session configured.
 SERVER = ["-m", "seer_mcp.notebook"]
 
@@ -22,6 +19,10 @@ SERVER = ["-m", "seer_mcp.notebook"]
 def agent_then_teardown_keeps_every_cell(printed: dict[str, str], sandbox_id: str, session: Any) -> None:
     """``session``: the test's handle on the printed session (attached, cells run). Ends with the
     sandbox terminated through its record, as ``seer down`` does."""
+    # Imported here, not at the top: `scripts/matrix --quick` collects the providers' example
+    # modules in a venv holding core and one provider, without nbformat's extra or the MCP SDK.
+    import nbformat
+    from _mcp_client import McpClient, server_env, text, texts
     from seer import Sandbox
 
     before = [c["source"] for c in session.cells]

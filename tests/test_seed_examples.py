@@ -213,7 +213,9 @@ def test_minimal_notebook_setup(hf_cache: Path, tmp_path: Path) -> None:
         seen = json.loads(result.stdout)
         assert seen["states"] == 3  # embeddings + 2 decoder layers
         assert seen["fired"] == [seen["last"]], "the forward hook on layer 0 fires once, with a tensor"
-        # The agent's cell landed in the notebook in the sandbox.
+        # The agent's cell landed in the notebook in the sandbox: the Jupyter server saves the live
+        # document shortly after each cell; flush() has it save now and waits for it.
+        session.flush()
         sandbox = Sandbox.attach(sandbox_id)
         notebook = json.loads(sandbox.read_file(session.notebook_path))
         assert any("the quick brown fox" in "".join(c["source"]) for c in notebook["cells"])

@@ -529,10 +529,13 @@ def test_console_script_up_exec_logs_down(tmp_path):
             "status",
             "workdir",
             "jupyter_url",
+            "code_server_url",
+            "code_server_password",
             "expires_at",
         }
         assert (info["provider"], info["name"], info["status"]) == ("local", "cli-e2e", "running")
         assert info["jupyter_url"] is None and info["expires_at"]
+        assert info["code_server_url"] is None and info["code_server_password"] is None  # no debug: true
 
         # `seer up` has exited; the sandbox has not.
         listed = {m["sandbox_id"]: m for m in json.loads(_seer("ls", "--json").stdout)}
