@@ -339,7 +339,9 @@ def test_peft_hidden_example_and_the_hidden_model_hunt(hf_cache: Path, tmp_path:
         assert json.loads(hunt.stdout) == [], f"hidden model's identity found: {hunt.stdout}"
         assert hidden_hits(hunt.stdout + hunt.stderr) == []
 
-        # The notebook (in the sandbox and its local mirror) holds the agent's cells, and no trace.
+        # The notebook (in the sandbox and its local mirror) holds the agent's cells, and no trace;
+        # flush() has the Jupyter server save the live document now rather than shortly after.
+        session.flush()
         sandbox = Sandbox.attach(sandbox_id)
         notebook = sandbox.read_file(session.notebook_path)
         assert "create_steering_hook" in notebook

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,26 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
 
 
-def _docker_setup(hub: Any, volume: str) -> str:
-    """Seed 004's minimal setup script, moved to Docker."""
+def _docker_setup(hub: Any, volume: str, name: str) -> str:
+    """Seed 004's minimal setup script, moved to Docker, its sandbox marked ``name`` (an
+    environment variable, ``SEER_TEST_RUN``)."""
     options = {"image": BASE_IMAGE, "network": "host", "model_volume": volume}
     script = MINIMAL_SETUP.replace(
         "    gpu=None,\n",
-        f'    gpu=None,\n    provider="docker",\n    provider_options={options!r},\n    env={hub.env()!r},\n',
+        f'    gpu=None,\n    provider="docker",\n    provider_options={options!r},\n'
+        f"    env={ {**hub.env(), 'SEER_TEST_RUN': name}!r},\n",
     ).replace('python_packages=["torch", "transformers", "accelerate"]', f"python_packages={PACKAGES!r}")
     assert 'provider="docker"' in script and "torch==2.13.0" in script
     return script
 
 
-def _sandbox_ids(client: Any) -> set[str]:
+def _sandbox_ids(client: Any, name: str) -> set[str]:
+    """The sandboxes marked ``name`` (see :func:`_docker_setup`): other tests (another xdist
+    worker) start sandboxes of their own on the same engine meanwhile, and this test must neither
+    count nor terminate those."""
+    found = client.containers.list(ignore_removed=True, filters={"label": "seer.sandbox"})
     return {
-        c.labels["seer.sandbox"]
-        for c in client.containers.list(ignore_removed=True, filters={"label": "seer.sandbox"})
+        c.labels["seer.sandbox"] for c in found if f"SEER_TEST_RUN={name}" in (c.attrs["Config"]["Env"] or [])
     }
 
 
@@ -53,8 +59,9 @@ def test_seed_notebook_setup_on_docker(docker_engine: Any, hub: Any, volume: str
     from seer.notebook import NotebookSession
 
     script = tmp_path / "setup.py"
-    script.write_text(_docker_setup(hub, volume))
-    before = _sandbox_ids(docker_engine)
+    name = f"seed-004-{uuid.uuid4().hex[:8]}"
+    script.write_text(_docker_setup(hub, volume, name))
+    before = _sandbox_ids(docker_engine, name)
     out = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
@@ -63,7 +70,7 @@ def test_seed_notebook_setup_on_docker(docker_engine: Any, hub: Any, volume: str
         text=True,
         timeout=900,
     )
-    started = _sandbox_ids(docker_engine) - before
+    started = _sandbox_ids(docker_engine, name) - before
     try:
         assert out.returncode == 0, out.stderr[-3000:]
         assert len(started) == 1, started
