@@ -134,20 +134,28 @@ def three_writers(session: Any, rounds: int, *, sandbox: Any) -> None:
             handle.flush()  # the last one's client copy holds what every writer wrote
         expected_code = {f"print('{tag}-{r}')" for tag, _ in writers for r in range(rounds)}
         expected_typed = {f"typed-{r}" for r in range(rounds)}
-        on_disk = nbformat.reads(sandbox.read_file(session.notebook_path), as_version=4)
-        assert session.local_path is not None
-        client_copy = nbformat.reads(Path(session.local_path).read_text(), as_version=4)
-        for where, nb in (("the sandbox's .ipynb", on_disk), ("the client copy", client_copy)):
-            check_cells(where, nb, expected_code, expected_typed)
-        # the browser's replica holds the same cells
-        deadline = time.monotonic() + 30
-        while browser.sources() != [c.source for c in on_disk.cells] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert browser.sources() == [c.source for c in on_disk.cells]
+        check_kept(sandbox, session, browser, expected_code, expected_typed)
     finally:
         browser.close()
         for other in others:
             other.detach()
+
+
+def check_kept(
+    sandbox: Any, session: Any, browser: BrowserLikeClient, expected_code: set[str], expected_typed: set[str]
+) -> tuple[Any, Any]:
+    """The sandbox's ``.ipynb`` and ``session``'s client copy each pass :func:`check_cells`, and
+    the browser's replica comes to hold the same cells; returns ``(on_disk, client_copy)``."""
+    on_disk = nbformat.reads(sandbox.read_file(session.notebook_path), as_version=4)
+    assert session.local_path is not None
+    client_copy = nbformat.reads(Path(session.local_path).read_text(), as_version=4)
+    for where, nb in (("the sandbox's .ipynb", on_disk), ("the client copy", client_copy)):
+        check_cells(where, nb, expected_code, expected_typed)
+    deadline = time.monotonic() + 30
+    while browser.sources() != [c.source for c in on_disk.cells] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert browser.sources() == [c.source for c in on_disk.cells]
+    return on_disk, client_copy
 
 
 def check_cells(where: str, nb: Any, expected_code: set[str], expected_typed: set[str]) -> None:

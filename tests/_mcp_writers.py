@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from _live_kit import BrowserLikeClient, check_cells
+from _live_kit import BrowserLikeClient, check_kept
 from _mcp_client import McpClient, text, texts
 
 
@@ -120,15 +120,8 @@ def session_and_mcp_writers(session: Any, sandbox: Any, rounds: int) -> None:
         session.flush()  # the session's replica holds every writer's cells: the client copy too
         expected_code = {f"print('{tag}-{r}')" for tag, _ in writers for r in range(rounds)} | ready
         expected_typed = {f"typed-{r}" for r in range(rounds)}
-        on_disk = nbformat.reads(sandbox.read_file(session.notebook_path), as_version=4)
-        client_copy = nbformat.reads(Path(session.local_path).read_text(), as_version=4)
-        for where, nb in (("the sandbox's .ipynb", on_disk), ("the client copy", client_copy)):
-            check_cells(where, nb, expected_code, expected_typed)
+        on_disk, client_copy = check_kept(sandbox, session, browser, expected_code, expected_typed)
         assert [c.source for c in client_copy.cells] == [c.source for c in on_disk.cells]
-        deadline = time.monotonic() + 30
-        while browser.sources() != [c.source for c in on_disk.cells] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert browser.sources() == [c.source for c in on_disk.cells]
     finally:
         browser.close()
 
