@@ -40,33 +40,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from seer.errors import SandboxError
+from seer.providers.offline import index_unreachable as index_unreachable  # (moved there; re-exported)
 
 _COMPLETE = ".seer-env-complete"
 
-#: Set (``1``) where no package index can be reached from this machine: seer then installs nothing
-#: and refuses a requirement the client's Python lacks. ``PIP_NO_INDEX``, ``UV_OFFLINE`` and
-#: ``UV_NO_INDEX`` say the same to pip and uv, and seer reads them too.
-OFFLINE_ENV = "SEER_OFFLINE"
-_OFFLINE_SIGNALS = (OFFLINE_ENV, "PIP_NO_INDEX", "UV_OFFLINE", "UV_NO_INDEX")
 #: Folders (or pages) of wheels the installers read besides an index: offline, they still serve.
 _LOCAL_SOURCES = ("PIP_FIND_LINKS", "UV_FIND_LINKS")
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def index_unreachable(env: Mapping[str, str] | None = None) -> str | None:
-    """Why no package index can be reached from here (the variable that says so), or None.
-
-    seer does not probe the network for it: an index that is slow to refuse would stall every
-    start. ``$SEER_OFFLINE``, ``$PIP_NO_INDEX``, ``$UV_OFFLINE`` or ``$UV_NO_INDEX`` set to a true
-    value (``1``, ``true``, ``yes``, ``on``) says it."""
-    env = os.environ if env is None else env
-    for name in _OFFLINE_SIGNALS:
-        if _truthy(env.get(name)):
-            return f"${name} is set"
-    return None
 
 
 def python_problem(
