@@ -151,16 +151,23 @@ def ensure_forward(provider: str, sandbox_id: str, remote_port: int, spec: dict[
         raise SandboxError(f"could not forward port {remote_port} of sandbox {sandbox_id}: no answer in 60 s")
 
 
-def stop_forwards(provider: str, sandbox_id: str) -> None:
-    """Stop every forwarder of a sandbox (its record names the process, checked by start time)."""
+def stop_forwards(provider: str, sandbox_id: str, *, wait: float = 5.0) -> None:
+    """Stop every forwarder of a sandbox (its record names the process, checked by start time),
+    and wait (up to ``wait`` seconds) until they are gone: once this returns, the sandbox's
+    local ports no longer answer."""
     folder = _records(provider)
+    stopped = []
     for path in folder.glob(f"{sandbox_id}-*.json"):
         with contextlib.suppress(OSError, ValueError):
             record = read_json(path)
             proc = record.get("process")
             if starter_alive(proc):
                 os.kill(int(proc["pid"]), signal.SIGTERM)
+                stopped.append(proc)
         path.unlink(missing_ok=True)
+    deadline = time.monotonic() + wait
+    while any(starter_alive(proc) for proc in stopped) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def main(argv: list[str]) -> int:

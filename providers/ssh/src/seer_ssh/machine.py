@@ -5,8 +5,9 @@ A sandbox is a folder on the host, ``<base>/sandboxes/<id>/`` (see :mod:`seer_ss
 every command; removed when it ends, so a command after that is refused), ``work/`` (the working
 directory) and, for a sandbox with hidden models, ``hf-hub/`` (a model cache of its own). Shared by
 all sandboxes on the host: ``<base>/hf-hub`` (the model cache: a model downloads once per host),
-``<base>/envs/<hash>`` (one virtual environment per package set, reused) and
-``<base>/runtime/<sha>`` (seer's runtime, unpacked from the client's wheel).
+``<base>/envs/<hash>`` (one virtual environment per package set, reused),
+``<base>/runtime/<sha>`` (seer's runtime, unpacked from the client's wheel) and ``<base>/tools``
+(code-server for ``debug=True``, once per host: :mod:`seer_ssh.code_server`).
 
 What SSH gives is exec over channels of one multiplexed connection (:mod:`seer_ssh.connection`),
 SFTP and port forwarding (:mod:`seer_ssh.forward`); the provider kit gives the rest: deadlines
@@ -35,6 +36,7 @@ from seer.providers.kit import ExecMachine, Ledger, OutputPump
 from seer.providers.wheel import runtime_requirements, runtime_wheel
 from seer.state import RECORD_TTL
 
+from seer_ssh.code_server import tools_dir
 from seer_ssh.connection import Connection, ConnectionLost, SshConnectError
 from seer_ssh.forward import ensure_forward
 
@@ -293,6 +295,10 @@ class SshMachine(ExecMachine):
 
     def model_cache_dir(self) -> str:
         return self._cache
+
+    def tools_dir(self) -> str:
+        # beside the shared model cache, shared by the host's sandboxes: code-server comes once
+        return tools_dir(self.base)
 
     # --- network and state ----------------------------------------------------------------
     def forward_spec(self) -> dict[str, Any]:

@@ -61,6 +61,16 @@ class SshOptions(BaseModel):
         "so the agent can read the host's shared model cache, other sandboxes and the user's files "
         "there and may identify the model (refused by default)",
     )
+    code_server_from: str | None = Field(
+        None,
+        # how to make a sandbox, not how to reach the host: left out of the options' identity
+        # (records, the connection pool, the hosts ``seer ls`` asks)
+        exclude=True,
+        description="a tools folder on this machine holding a complete code-server install of the "
+        "version seer uses (as scripts/code-server makes it, e.g. '~/.cache/seer/tools'), built for "
+        "the host's platform: debug=True copies it into the host's tools folder once, instead of "
+        "installing code-server there (no compilers or registries needed on the host)",
+    )
     jump: SshOptions | None = Field(
         None,
         description="a host to connect through (OpenSSH's ProxyJump): the connection to this host "
@@ -90,6 +100,18 @@ class SshOptions(BaseModel):
         if posixpath.normpath(value.replace("~", "/h", 1)) in ("/", "/h"):
             raise ValueError(f"base_dir must be a folder of its own, not {value!r}")
         return value
+
+    @field_validator("code_server_from")
+    @classmethod
+    def _check_code_server_from(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from seer.providers.code_server_upload import prepared_problem
+
+        why = prepared_problem(value)
+        if why:
+            raise ValueError(why)
+        return os.path.abspath(os.path.expanduser(value))
 
     @field_validator("python")
     @classmethod

@@ -35,6 +35,7 @@ from seer.providers.base import (
 )
 from seer.providers.kit import Ledger, gpu_matches
 
+from seer_ssh import code_server
 from seer_ssh.connection import Connection, SshConnectError, connect
 from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import SshMachine, agent, provision, remote_sandboxes
@@ -182,6 +183,9 @@ class SshProvider(Provider):
         # every sandbox runs as the login user: it can read what that user can (see
         # hidden_model_problems), so hidden models are refused unless the config accepts that
         hides_models=False,
+        # code-server once per host, in <base>/tools: installed there, or copied from the client
+        # (provider_options.code_server_from); see seer_ssh.code_server
+        code_server=True,
     )
     options_model = SshOptions
     #: the machine class (seer-runpod's subclass sets its own)
@@ -200,6 +204,7 @@ class SshProvider(Provider):
         options, conn = reached
         if not any(p.field.startswith("gpu") for p in problems):
             problems += host_problems(config, options, conn)
+        problems += code_server.problems(config, options, conn)
         return problems
 
     def parse_options(self, config: SandboxConfig) -> SshOptions:
@@ -221,6 +226,8 @@ class SshProvider(Provider):
         )
         try:
             spec.report(f"sandbox {sandbox_id} on {options.address}, in {base}")
+            if spec.code_server and options.code_server_from:
+                code_server.copy_prepared(conn, options, base, spec.report)
             machine = provision(conn, self.machine_cls, sandbox_id, spec, base=base, ledger=LEDGER)
             LEDGER.update(sandbox_id, **{k: v for k, v in machine.record.items() if k != "status"})
             return machine
