@@ -59,6 +59,7 @@ from seer.providers.base import (
 from seer.providers.kit import Ledger, OutputPump
 from seer.providers.wheel import runtime_requirements, runtime_wheel
 from seer.state import RECORD_TTL
+from seer_ssh import code_server
 from seer_ssh.connection import Connection, SshConnectError, connect
 from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import AGENT, SshMachine, agent, provision
@@ -95,6 +96,8 @@ for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
 """
 #: squeue's fields for seer's jobs: id, name, state, reason, node list, elapsed, time limit.
 _SQUEUE_FORMAT = "%i|%j|%T|%r|%N|%M|%l"
+#: Seconds code-server's install on the login node may take (it builds native modules: minutes).
+_INSTALL_TIMEOUT = 1800.0
 _WAITING = ("PENDING", "CONFIGURING", "REQUEUED", "RESIZING", "SUSPENDED")
 
 
@@ -293,6 +296,10 @@ class SlurmProvider(Provider):
         # a job runs as the login user on the shared filesystem, as an ssh sandbox does: hidden
         # models are refused unless the config accepts that they are not isolated
         hides_models=False,
+        # code-server once per cluster, in <base>/tools on the shared filesystem: installed on the
+        # login node (where the network is), or copied there from the client
+        # (provider_options.code_server_from), before the job is submitted
+        code_server=True,
     )
     options_model = SlurmOptions
 
@@ -317,6 +324,8 @@ class SlurmProvider(Provider):
             )
         if not any(p.field.startswith("gpu") or p.field == "timeout" for p in problems):
             problems += cluster_problems(config, options, conn)
+        # asked of the login node: code-server is installed or copied there (the shared folder)
+        problems += code_server.problems(config, options, conn)
         return problems
 
     def parse_options(self, config: SandboxConfig) -> SlurmOptions:
@@ -349,7 +358,9 @@ class SlurmProvider(Provider):
     ) -> SlurmMachine:
         slurm_dir = posixpath.join(base, "slurm")
         spec.report(f"sandbox {sandbox_id} on the cluster of {login.options.address}, in {base}")
-        self._prepare_env(login, base, spec)
+        python = self._prepare_env(login, base, spec)
+        if spec.code_server:
+            self._prepare_code_server(login, options, base, python, spec)
         agent_path = _put_once(login, slurm_dir, "agent", AGENT)
         supervisor = _put_once(login, slurm_dir, "supervisor", SUPERVISOR)
         script = posixpath.join(slurm_dir, f"{sandbox_id}.sh")
@@ -383,9 +394,9 @@ class SlurmProvider(Provider):
         LEDGER.update(sandbox_id, **{k: v for k, v in record.items() if k != "status"})
         return SlurmMachine(conn, sandbox_id, record, LEDGER, login)
 
-    def _prepare_env(self, login: Connection, base: str, spec: MachineSpec) -> None:
+    def _prepare_env(self, login: Connection, base: str, spec: MachineSpec) -> str:
         """The sandbox's Python environment and seer's runtime, made on the login node (where
-        the network is) in the shared folder, or found there."""
+        the network is) in the shared folder, or found there; the environment's Python."""
         wheel = runtime_wheel()
         remote_wheel = posixpath.join(base, "runtime", f"{wheel.sha256[:16]}.whl")
         login.run(f"mkdir -p {shlex.quote(posixpath.dirname(remote_wheel))} {shlex.quote(base + '/hf-hub')}")
@@ -399,6 +410,33 @@ class SlurmProvider(Provider):
         made = agent(login, "env", base, json.dumps(requirements), remote_wheel, timeout=3600)
         spec.report(
             "built the Python environment" if made.get("built") else "the Python environment is there"
+        )
+        return str(made["python"])
+
+    def _prepare_code_server(
+        self, login: Connection, options: SlurmOptions, base: str, python: str, spec: MachineSpec
+    ) -> None:
+        """code-server for ``debug=True`` in the shared tools folder, before the job is submitted
+        (its nodes may have no network): copied from the client where ``code_server_from``
+        names an install prepared there, else installed on the login node with the sandbox's
+        Python (:mod:`seer.providers.code_server`). Nothing is done where it is there."""
+        if options.code_server_from:
+            code_server.copy_prepared(login, options, base, spec.report)
+            return
+        tools = code_server.tools_dir(base)
+        source = resources.files("seer.providers").joinpath("code_server.py").read_bytes()
+        spec.report(f"code-server: installed in {tools} on the login node unless it is there")
+        code, out, err = login.run(shlex.join([python, "-", tools]), stdin=source, timeout=_INSTALL_TIMEOUT)
+        if code != 0:
+            raise SandboxError(
+                f"could not install code-server on the login node {login.options.address}:\n"
+                f"{(out + err).strip()[-4000:]}"
+            )
+        report = json.loads(out.strip().splitlines()[-1])
+        spec.report(
+            f"code-server: installed in {report['root']}"
+            if report["installed"]
+            else f"code-server: {tools} has it: nothing installed"
         )
 
     def _wait_running(
