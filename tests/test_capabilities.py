@@ -1,8 +1,8 @@
 """Capabilities, not silence: what a provider cannot honour is refused before anything is made.
 
 ``RepoConfig.dockerfile`` needs a provider that builds images (``dockerfile_repos``: docker);
-``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: local and docker;
-ssh, runpod, modal and slurm refuse it). Before, the local provider ignored a Dockerfile and
+``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: local, docker,
+ssh and slurm; runpod and modal refuse it). Before, the local provider ignored a Dockerfile and
 ``debug=True`` started nothing, silently.
 The conformance suite checks the same of every provider that lacks either capability.
 """
@@ -37,7 +37,7 @@ def test_local_refuses_a_repo_dockerfile_before_provisioning() -> None:
     assert running_local_sandboxes() == before
 
 
-@pytest.mark.parametrize("name", ["ssh", "runpod", "modal", "slurm"])
+@pytest.mark.parametrize("name", ["runpod", "modal"])
 def test_debug_is_refused_where_no_code_server_is_offered(name: str) -> None:
     from seer import plugins
 

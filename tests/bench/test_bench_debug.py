@@ -6,9 +6,11 @@ the warm-up (the local tools folder; the Docker image's debug layer), so the fig
 every later start pays: writing its settings, starting it, and waiting until it answers through
 the provider's port exposure. The Docker row's image copies the local tools folder's install
 (``provider_options.code_server_from``) where it has one, as CI's does, rather than building
-code-server in the image: the start it times is the same either way. Skips where code-server
-cannot be installed (no package index, no compiler) or, for Docker, without the engine and base
-image ``scripts/docker-engine`` makes.
+code-server in the image: the start it times is the same either way. The ssh and slurm rows copy
+that install to the host's (the cluster's shared) tools folder in the warm-up, once, as their
+tests do (their test hosts have no compilers), and skip without it. Skips where code-server
+cannot be installed (no package index, no compiler) or, for Docker, ssh and slurm, without the
+engine and base image ``scripts/docker-engine`` makes.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _code_server_kit import prepared_or_skip
 from _harness import BenchReport, compare
 from seer import Sandbox, SandboxConfig
 from test_bench_docker import BASE_IMAGE, client
+from test_bench_slurm import cluster
+from test_bench_ssh import host, host_options
 
-__all__ = ["client"]  # test_bench_docker's fixture, used here too
+__all__ = ["client", "cluster", "host"]  # the other benchmarks' fixtures, used here too
 
 GROUP = "debug (code-server)"
 
@@ -95,3 +100,33 @@ def test_bench_docker_start_with_debug(bench_report: BenchReport, client: Any) -
         )
 
     _row(bench_report, "docker", config, repeat=3)
+
+
+def _remote_row(bench_report: BenchReport, provider: str, options: dict[str, Any]) -> None:
+    """The row of a provider reached over SSH: ``debug=True`` copies the local tools folder's
+    install to the host (in the warm-up, once), as its tests do; the baseline names none."""
+    prepared = prepared_or_skip()
+
+    def config(debug: bool) -> SandboxConfig:
+        extra = {"code_server_from": prepared} if debug else {}
+        return SandboxConfig(
+            provider=provider,
+            execution_mode="cli",
+            timeout=600,
+            debug=debug,
+            provider_options={**options, **extra},
+        )
+
+    _row(bench_report, provider, config, repeat=3)
+
+
+def test_bench_ssh_start_with_debug(
+    bench_report: BenchReport, host: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """(``host``: test_bench_ssh's fixture, a real sshd in a container.)"""
+    _remote_row(bench_report, "ssh", host_options(host, tmp_path_factory.mktemp("bench-debug-ssh")))
+
+
+def test_bench_slurm_start_with_debug(bench_report: BenchReport, cluster: Any) -> None:
+    """(``cluster``: test_bench_slurm's fixture, a real SLURM cluster in containers.)"""
+    _remote_row(bench_report, "slurm", cluster.options())

@@ -40,10 +40,10 @@ def host() -> Iterator[Any]:
         yield started
 
 
-@pytest.fixture(scope="module")
-def sandbox(host: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    known = host.write_known_hosts(tmp_path_factory.mktemp("bench-ssh") / "known_hosts")
-    options = {
+def host_options(host: Any, folder: Any) -> dict[str, Any]:
+    """``provider_options`` reaching ``host`` (its key in a known_hosts file in ``folder``)."""
+    known = host.write_known_hosts(folder / "known_hosts")
+    return {
         "host": host.host,
         "port": host.port,
         "user": host.user,
@@ -51,6 +51,11 @@ def sandbox(host: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[San
         "known_hosts": str(known),
         "use_agent": False,
     }
+
+
+@pytest.fixture(scope="module")
+def sandbox(host: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    options = host_options(host, tmp_path_factory.mktemp("bench-ssh"))
     config = SandboxConfig(provider="ssh", execution_mode="cli", timeout=900, provider_options=options)
     sb = Sandbox(config).start(name="bench", quiet=True)
     try:
