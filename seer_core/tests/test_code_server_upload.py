@@ -55,10 +55,11 @@ def _send(prepared: Path, target: Path) -> dict[str, Any]:
         stderr=subprocess.PIPE,
     )
     assert proc.stdin and proc.stdout and proc.stderr
+    errors = proc.stderr
 
     def why() -> str:
         proc.wait(30)
-        return proc.stderr.read().decode().strip()
+        return errors.read().decode().strip()
 
     try:
         return upload.upload(
@@ -180,3 +181,27 @@ def test_what_is_copied_and_what_a_machine_needs(tmp_path: Path) -> None:
     assert "is not a folder" in str(upload.prepared_problem(str(tmp_path / "nowhere")))
     (root / ".complete").unlink()
     assert "no complete install" in str(upload.prepared_problem(str(tmp_path)))
+
+
+def test_what_keeps_a_machine_from_serving_debug(tmp_path: Path) -> None:
+    _prepared(tmp_path)
+    need = upload.prepared_platform(str(tmp_path))
+    fits: dict[str, Any] = {"machine": need["machine"], "libc": ["glibc", need["glibc"] or "2.36"]}
+
+    def problem(probe: dict[str, Any], prepared: str | None, env: dict[str, str] | None = None) -> Any:
+        return upload.machine_problem(
+            probe, tools_dir="/t", where="me@box:22", prepared=prepared, env=env or {}
+        )
+
+    # installed there already: nothing to install or copy, nothing to check
+    assert problem({**fits, "installed": True, "machine": "s390x"}, str(tmp_path)) is None
+    assert problem(fits, str(tmp_path)) is None
+    field, why = problem({**fits, "machine": "s390x"}, str(tmp_path))
+    assert field == "provider_options.code_server_from" and "me@box:22" in why and "s390x" in why
+    # without a prepared install: the machine must be able to install it
+    assert problem(fits, None) is None
+    field, why = problem({**fits, "build_problem": "it needs c++"}, None)
+    assert field == "debug" and "it needs c++ there" in why and "code_server_from" in why and "/t" in why
+    assert "$PIP_NO_INDEX is set" in problem({**fits, "env": {"PIP_NO_INDEX": "1"}}, None)[1]
+    # the config's env says it too
+    assert "$SEER_OFFLINE is set" in problem(fits, None, {"SEER_OFFLINE": "yes"})[1]

@@ -173,15 +173,16 @@ def machine_problem(
     probe: dict[str, Any], *, tools_dir: str, where: str, prepared: str | None, env: Mapping[str, str]
 ) -> tuple[str, str] | None:
     """What keeps ``debug=True`` from working on the machine ``where`` (``(field, why)``), from
-    its :data:`PROBE` answer: with ``prepared`` (``code_server_from``), an install that cannot
-    run there; without, no install in ``tools_dir`` and none possible (no package index by
-    ``env``, the machine's and the config's, or no compilers). None: it can be served."""
+    its :data:`PROBE` answer: nothing where code-server is installed there already; else with
+    ``prepared`` (``code_server_from``), an install that cannot run there; without, no install
+    possible (no package index by ``env``, the machine's and the config's, or no compilers).
+    None: it can be served."""
+    if probe.get("installed"):  # nothing is installed or copied: whatever is there serves
+        return None
     if prepared is not None:
         lib, version = (probe.get("libc") or ["", ""])[:2]
         why = platform_problem(prepared, str(probe.get("machine")), (str(lib), str(version)))
         return ("provider_options.code_server_from", f"it cannot run on {where}: {why}") if why else None
-    if probe.get("installed"):
-        return None
     hint = (
         "; or name an install prepared on this machine: provider_options code_server_from="
         "'~/.cache/seer/tools' (scripts/code-server makes it), copied there once"
