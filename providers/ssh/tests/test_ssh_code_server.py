@@ -187,7 +187,8 @@ def test_a_host_with_compilers_installs_code_server_once(tmp_path: Path) -> None
         tools = f"/home/{host.user}/.seer/tools"
         for _ in range(2):
             progress = RecordingProgress()
-            sandbox = Sandbox(box.config(debug=True), progress=progress).start()
+            # the first start builds code-server (minutes under load) within its lifetime
+            sandbox = Sandbox(box.config(debug=True, timeout=3600), progress=progress).start()
             try:
                 assert sandbox.services["code_server"]["root"] == installer.layout(tools)["root"]
                 url = sandbox.services["code_server"]["url"]
