@@ -52,9 +52,21 @@ _GONE_CODE = 97
 _GONE = "seer-ssh: this sandbox has ended"
 
 
+#: How the host's Python runs the agent: isolated (no ``PYTHON*`` variables, no user site) and
+#: without ``site``, whose import of the system's site-packages and ``.pth`` files (many, on an
+#: ML image) is a good part of a Python start; the agent uses the standard library only.
+AGENT_FLAGS = ("-I", "-S")
+
+
+def agent_argv(python: str, *args: str) -> list[str]:
+    """The argv running the agent with ``args`` on the host's ``python``."""
+    return [python, *AGENT_FLAGS, "-c", AGENT, *args]
+
+
 def agent(conn: Connection, *args: str, stdin: bytes | None = None, timeout: float = 120.0) -> Any:
     """Run the remote agent; its JSON answer. A failure raises, with what it printed."""
-    code, out, err = conn.run(conn.python_line(AGENT, *args), stdin=stdin, timeout=timeout)
+    line = shlex.join(agent_argv(conn.options.python, *args))
+    code, out, err = conn.run(line, stdin=stdin, timeout=timeout)
     if code != 0:
         why = (err.strip() or out.strip()).splitlines()[-12:]
         if code == 127:
@@ -394,7 +406,7 @@ def provision(
     # it last, once the record and the environment file are complete, before the sandbox is
     # handed out and before any environment is built (a watchdog that cannot start fails begin,
     # and the caller tears the sandbox down).
-    end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
+    end = agent_argv(conn.options.python, "end", base, sandbox_id, "expired")
     watchdog = {
         "seconds": f"{max(spec.timeout, 0):.0f}",
         "argv": [*end, "--", *then] if then else end,
@@ -484,6 +496,6 @@ def _stream_agent(machine: SshMachine, args: list[str], report: Any) -> tuple[in
             report(line)
 
     code, pump = machine.run_pumped(
-        [machine.conn.options.python, "-c", AGENT, *args], text=f"seer agent {args[0]}", on_output=lines
+        agent_argv(machine.conn.options.python, *args), text=f"seer agent {args[0]}", on_output=lines
     )
     return code, pump.text("stdout") + pump.text("stderr")
