@@ -138,6 +138,9 @@ def _seer(*args: str) -> Any:
 def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
     fake_runpod: FakeRunPod, volume: str, tmp_path: Path
 ) -> None:
+    # the volume's environment built first: the short sandbox's 25 s are for its watchdog, not
+    # for an environment build that, on a loaded machine, takes longer
+    Sandbox(_config(volume)).start(quiet=True).terminate()
     short = killed_client(_config(volume, timeout=25), name="orphan-short")
     long = killed_client(_config(volume, timeout=900), name="orphan-long")
     short_pod, long_pod = _pod_of(fake_runpod, short), _pod_of(fake_runpod, long)

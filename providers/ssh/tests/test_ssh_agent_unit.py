@@ -105,3 +105,62 @@ def test_env_asks_for_the_wheel_before_doing_anything(tmp_path: Path) -> None:
     missing = tmp_path / "runtime" / "abc.whl"
     assert _agent("env", str(tmp_path), "[]", str(missing)) == {"wheel": "missing"}
     assert not (tmp_path / "envs").exists()
+
+
+def test_begin_starts_the_watchdog_marked_and_recorded_and_end_stops_it(tmp_path: Path) -> None:
+    """The watchdog begin starts is the kit's background process: its ``<pid> <start time>``
+    record where the kit looks, its log, the sandbox's mark in its own environment (what ``end``
+    kills by), and the call returns at once although it keeps running (nothing of the call's
+    streams is held)."""
+    import time
+
+    base, sandbox_id = tmp_path / "base", "ssh-000000000004"
+    sb = base / "sandboxes" / sandbox_id
+    procs, log = sb / "work" / ".seer" / "procs", sb / "work" / ".seer" / "logs" / "watchdog.log"
+    fired = tmp_path / "fired"
+    spec = {
+        "seconds": "600",
+        "argv": ["touch", str(fired)],
+        "pid_file": str(procs / "watchdog.pid"),
+        "log": str(log),
+    }
+    env_file = f"export {agent.MARK}={sandbox_id}\n"
+    started = time.monotonic()
+    made = _agent("begin", str(base), sandbox_id, "{}", "[]", "{}", "-", "", json.dumps(spec), stdin=env_file)
+    assert time.monotonic() - started < 10
+    pid, start = (procs / "watchdog.pid").read_text().split()
+    assert int(pid) == made["watchdog"] and agent._starttime(int(pid)) == start
+    assert agent._watchdog_alive(str(sb))  # where ls looks for it
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert f"{agent.MARK}={sandbox_id}".encode() in environ
+    assert os.getsid(int(pid)) == int(pid)  # a session of its own
+    assert _mode(log) == 0o600 and _mode(procs) == 0o700
+    assert _agent("end", str(base), sandbox_id, "terminated") == {"status": "terminated"}
+    for _ in range(200):
+        if agent._starttime(int(pid)) != start:
+            break
+        time.sleep(0.05)
+    assert agent._starttime(int(pid)) != start
+    assert not fired.exists()  # killed while it slept: its command never ran
+
+
+def test_a_watchdog_that_fires_runs_its_command(tmp_path: Path) -> None:
+    import time
+
+    base, sandbox_id = tmp_path / "base", "ssh-000000000005"
+    work = base / "sandboxes" / sandbox_id / "work"
+    fired = tmp_path / "fired"
+    spec = {
+        "seconds": "0",
+        "argv": ["bash", "-c", f'pwd > {fired}.tmp; echo "$SEER_X" >> {fired}.tmp; mv {fired}.tmp {fired}'],
+        "pid_file": str(work / ".seer" / "procs" / "watchdog.pid"),
+        "log": str(work / ".seer" / "logs" / "watchdog.log"),
+    }
+    env_file = "export SEER_X=x\n"
+    _agent("begin", str(base), sandbox_id, "{}", "[]", "{}", "-", "", json.dumps(spec), stdin=env_file)
+    for _ in range(200):
+        if fired.exists():
+            break
+        time.sleep(0.05)
+    # in the working folder, with the environment file read
+    assert fired.read_text().split() == [str(work), "x"]

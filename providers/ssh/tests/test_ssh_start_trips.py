@@ -1,5 +1,5 @@
 """What a start and a teardown send to a real sshd (#27): a start on a host that has the
-environment opens two channels (the agent's ``begin``, the watchdog's start); teardown's look at
+environment opens one channel (the agent's ``begin``, which starts the watchdog too); teardown's look at
 the folders to copy is SFTP stats, no process; the connection sends without Nagle's delay."""
 
 from __future__ import annotations
@@ -32,16 +32,22 @@ def channels(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield opened
 
 
-def test_a_start_where_the_environment_is_ready_is_two_channels(box: Box, channels: list[str]) -> None:
+def test_a_start_where_the_environment_is_ready_is_one_channel(box: Box, channels: list[str]) -> None:
     config = box.config()
     Sandbox(config).start(quiet=True).terminate()  # the host has this package set's environment now
     channels.clear()
     sandbox = Sandbox(config).start(quiet=True)
     try:
-        # begin (folders, record, environment file, the environment found) and the watchdog
-        assert len(channels) == 2, channels
+        # begin: folders, record, environment file, the environment found, the watchdog started
+        assert len(channels) == 1, channels
         machine = sandbox.machine
         assert machine.process_running("watchdog")
+        # the watchdog is a sandbox process: it carries the sandbox's mark, as teardown kills by
+        found = sandbox.exec(
+            f"tr '\\0' '\\n' < /proc/$(cut -d' ' -f1 {machine.procs_dir}/watchdog.pid)/environ", check=True
+        )
+        assert f"SEER_SSH_SANDBOX={machine.id}" in found.stdout.splitlines()
+        watchdog = sandbox.exec(f"cut -d' ' -f1 {machine.procs_dir}/watchdog.pid", check=True).stdout.strip()
         # the environment file begin completed puts the environment and the runtime first
         out = sandbox.exec('echo "$VIRTUAL_ENV"; command -v python; echo "$PYTHONPATH"', check=True)
         venv, python, runtime = out.stdout.split()
@@ -49,6 +55,8 @@ def test_a_start_where_the_environment_is_ready_is_two_channels(box: Box, channe
         assert "/runtime/" in runtime
     finally:
         sandbox.terminate()
+    # teardown ended the watchdog with the sandbox's other processes
+    assert machine.conn.run(f"kill -0 {watchdog}")[0] != 0
 
 
 def test_the_folders_teardown_copies_are_found_without_a_process(box: Box, channels: list[str]) -> None:

@@ -7,7 +7,10 @@ start; the layers go from what changes least to what changes most, so a change r
    (``provider_options.image``), or the image a repository's ``dockerfile`` builds;
 2. ``apt_install`` of ``system_packages`` (and git, when remote repos are cloned in the sandbox);
 3. a virtual environment, :data:`VENV`, first on ``PATH`` (the base's Python beneath it);
-4. ``uv_pip_install`` of ``python_packages`` with what seer's runtime needs;
+4. ``uv_pip_install`` of ``python_packages`` with what seer's runtime needs; for a sandbox
+   without a GPU that asks for torch, a layer before it installs torch's own packages from the
+   CPU sources the options name (``torch_index``, ``find_links``), so no CUDA build (about 2 GB
+   of ``nvidia-*`` packages) comes in (:func:`_python_packages`);
 5. seer's runtime wheel (:func:`seer.providers.wheel.runtime_wheel`, a deterministic build of the
    client's own seer), sent inline as a context file of one layer (no mount to upload): it
    changes whenever seer's source does, and then only this layer is built again.
@@ -112,10 +115,7 @@ def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel 
             f"ENV VIRTUAL_ENV={VENV} PATH={VENV}/bin:$PATH",
         ]
     )
-    # uv_pip_install installs into the first python on PATH: the environment above.
-    image = image.uv_pip_install(
-        *spec.python_packages, *runtime_requirements(), extra_options=options.pip_options
-    )
+    image = _python_packages(image, spec, options)
     target = f"/opt/seer/wheels/{wheel.filename}"
     return image.dockerfile_commands(
         [
@@ -128,6 +128,55 @@ def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel 
         ],
         context_files={f"/{wheel.filename}": str(wheel.path)},
     )
+
+
+#: torch's own projects: what a sandbox without a GPU takes as CPU builds.
+TORCH_PACKAGES = frozenset({"torch", "torchvision", "torchaudio"})
+
+
+def _name(requirement: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return str(canonicalize_name(Requirement(requirement).name))
+    except InvalidRequirement:
+        return None
+
+
+def cpu_torch(spec: MachineSpec, options: ModalOptions) -> list[str]:
+    """The config's requirements of torch's own projects that come as CPU builds: those of a
+    sandbox without a GPU, when the options name a CPU source (``torch_index``, ``find_links``)."""
+    if spec.gpu is not None or not (options.torch_index or options.find_links):
+        return []
+    return [p for p in spec.python_packages if _name(p) in TORCH_PACKAGES]
+
+
+def _python_packages(image: Any, spec: MachineSpec, options: ModalOptions) -> Any:
+    """The layers installing the config's packages with seer's runtime needs (``uv pip install``
+    installs into the first python on PATH: the environment). For a sandbox without a GPU asking
+    for torch, a layer before them installs torch's own projects without their dependencies from
+    the CPU sources only (``torch_index`` if set, else no index: the ``find_links`` folders); the
+    install after it keeps that torch and resolves the rest against it, whose CPU build names no
+    ``nvidia-*`` package. A layer after checks that none came in (a package that forced a torch
+    version the CPU sources lack) and fails the build saying so."""
+    links = [f"--find-links={link}" for link in options.find_links]
+    torch = cpu_torch(spec, options)
+    if torch:
+        where = f"--index-url={options.torch_index}" if options.torch_index else "--no-index"
+        image = image.uv_pip_install(*torch, extra_options=shlex.join(["--no-deps", where, *links]))
+    extra = " ".join(filter(None, [options.pip_options, shlex.join(links)]))
+    image = image.uv_pip_install(*spec.python_packages, *runtime_requirements(), extra_options=extra)
+    if torch:
+        image = image.dockerfile_commands(
+            [
+                f"RUN ! {_UV} pip list --python {PYTHON} --format=freeze | grep -i '^nvidia-' || "
+                "{ echo 'seer: a CUDA build of torch came in although the sandbox has no GPU: a "
+                "package needs a torch version the CPU sources (torch_index, find_links) lack' >&2; "
+                "exit 1; }"
+            ]
+        )
+    return image
 
 
 #: Bump when the layers' shape changes, so ids remembered by an older seer are not reused.
@@ -163,6 +212,9 @@ class ImageCache:
             options.image,
             options.python_version,
             options.pip_options,
+            options.find_links,
+            options.torch_index,
+            cpu_torch(spec, options),
             options.workdir,
             wheel.sha256,
         ]

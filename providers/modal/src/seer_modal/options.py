@@ -22,6 +22,8 @@ _PYTHON = re.compile(r"^3\.(1[1-9]|[2-9][0-9])$")
 #: ``--index-url=URL``) or an option's value (a URL, a path). No shell character: the SDK writes
 #: the options into a ``RUN`` line of the image as they are.
 _PIP_WORD = re.compile(r"^[A-Za-z0-9._~:/@%+=,-]+$")
+#: What ``torch_index`` and a ``find_links`` URL look like.
+_URL = re.compile(r"^(https?|file)://\S+$")
 
 
 def default_app() -> str:
@@ -60,6 +62,17 @@ class ModalOptions(BaseModel):
         "",
         description="extra options for `uv pip install` of python_packages (an index: "
         "'--index-url URL', '--extra-index-url URL', '--find-links PATH')",
+    )
+    find_links: list[str] = Field(
+        default_factory=list,
+        description="wheel folders (absolute paths inside the image) or URLs every `uv pip install` "
+        "of the image consults (--find-links): e.g. a folder holding a CPU build of torch, which a "
+        "gpu=None sandbox then takes",
+    )
+    torch_index: str | None = Field(
+        None,
+        description="an index URL offering CPU builds of torch (PyTorch's CPU wheel index or a "
+        "mirror); a gpu=None sandbox takes torch from it, or else from find_links",
     )
     cpu: float | None = Field(None, gt=0, description="CPU cores to reserve (Modal's default if None)")
     memory: int | None = Field(None, gt=0, description="memory to reserve, in MiB (Modal's default if None)")
@@ -116,6 +129,24 @@ class ModalOptions(BaseModel):
                 )
             after_option = word.startswith("-") and "=" not in word
         return shlex.join(words)
+
+    @field_validator("find_links")
+    @classmethod
+    def _check_find_links(cls, value: list[str]) -> list[str]:
+        for link in value:
+            if not (posixpath.isabs(link) or _URL.match(link)) or not _PIP_WORD.match(link):
+                raise ValueError(
+                    f"{link!r} is neither an absolute path in the image nor a URL (no spaces or "
+                    "shell characters: it reaches the image's RUN line)"
+                )
+        return value
+
+    @field_validator("torch_index")
+    @classmethod
+    def _check_torch_index(cls, value: str | None) -> str | None:
+        if value is not None and not (_URL.match(value) and _PIP_WORD.match(value)):
+            raise ValueError(f"{value!r} is not an index URL (http://, https:// or file://)")
+        return value
 
     @field_validator("workdir")
     @classmethod

@@ -28,7 +28,8 @@ import posixpath
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,7 +41,7 @@ from seer.ids import check_sandbox_id
 from seer.providers.base import Availability, Capabilities, MachineInfo, MachineSpec, MachineStatus, Provider
 from seer.providers.kit import Ledger
 from seer.state import private_dir, seer_home
-from seer_ssh.connection import Connection, HostKeyError, SshConnectError, connect
+from seer_ssh.connection import Connection, HostKeyError, SshConnectError, connect, connected
 from seer_ssh.forward import stop_forwards
 from seer_ssh.machine import SshMachine, agent, provision
 from seer_ssh.options import SshOptions
@@ -60,6 +61,9 @@ _UNSENDABLE = ('"', "\\", "\n", "\r")
 _SHARED = ("hf-hub", "envs", "runtime")
 #: What RunPod calls a stopped pod (``podStop``): its container ended, the pod not terminated.
 _STOPPED = "EXITED"
+#: The sandboxes whose pods this process terminated through the API (``terminate_pod``
+#: answered for each): their status is known without asking again.
+_TERMINATED: set[str] = set()
 
 
 def _unsendable(value: str) -> bool:
@@ -159,6 +163,8 @@ class RunPodMachine(SshMachine):
         return self._pod_state() not in (None, "RUNNING")
 
     def status(self) -> MachineStatus:
+        if self.id in _TERMINATED:  # this process terminated its pods: no pod comes back
+            return MachineStatus.TERMINATED
         state = self._pod_state()
         if state == _STOPPED:
             return MachineStatus.STOPPED
@@ -309,6 +315,7 @@ class RunPodProvider(Provider):
             volume_mount_path=options.volume_mount_path,
             env=env,
             network_volume_id=options.network_volume_id,
+            data_center_id=_volume_data_center(runpod, options.network_volume_id),
             instance_id=options.cpu_instance_id if gpu_id is None else None,
         )
         pod_id = pod["id"]
@@ -460,25 +467,34 @@ class RunPodProvider(Provider):
         check_sandbox_id(machine_id, type(self))
         LEDGER.end(machine_id, MachineStatus.TERMINATED)
         stop_forwards(self.name, machine_id)
-        pods = self._seer_pods().get(machine_id, [])  # one listing serves both steps below
-        with contextlib.suppress(Exception):  # the pod may be stopped, gone or unreachable
-            self._end_in_pod(machine_id, pods)
+        # one listing serves both steps below; it is fetched while the agent's end runs
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seer-teardown") as pool:
+            listing = pool.submit(self._seer_pods)
+            with contextlib.suppress(Exception):  # the pod may be stopped, gone or unreachable
+                self._end_in_pod(machine_id, lambda: listing.result().get(machine_id, []))
+            pods = listing.result().get(machine_id, [])
         self._terminate_pods(machine_id, pods)
+        _TERMINATED.add(machine_id)
         with contextlib.suppress(OSError):
             (_folder("keys") / machine_id).unlink(missing_ok=True)
 
-    def _end_in_pod(self, machine_id: str, pods: Sequence[dict[str, Any]]) -> None:
-        """The remote agent's ``end``: the sandbox's processes killed, its folder removed."""
+    def _end_in_pod(self, machine_id: str, pods: Callable[[], Sequence[dict[str, Any]]]) -> None:
+        """The remote agent's ``end``: the sandbox's processes killed, its folder removed. At once
+        over this process's open connection to the pod (it answers, so it runs); otherwise once
+        ``pods`` (the account's listing) or the API says the pod runs: a stopped pod's SSH port
+        would be waited on for the connect timeout."""
         record = LEDGER.read(machine_id) or {}
         if not (record.get("ssh") and record.get("base") and (_folder("keys") / machine_id).is_file()):
             return
-        pod_id = record.get("pod_id")
-        pod = next((p for p in pods if p.get("id") == pod_id and "desiredStatus" in p), None)
-        if pod is None and pod_id:
-            pod = api.sdk().get_pod(pod_id)
-        if pod is not None and pod.get("desiredStatus") == "RUNNING":
-            conn = connect(SshOptions.model_validate(record["ssh"]))
-            agent(conn, "end", record["base"], machine_id, "terminated", timeout=60)
+        options = SshOptions.model_validate(record["ssh"])
+        if not connected(options):
+            pod_id = record.get("pod_id")
+            pod = next((p for p in pods() if p.get("id") == pod_id and "desiredStatus" in p), None)
+            if pod is None and pod_id:
+                pod = api.sdk().get_pod(pod_id)
+            if pod is None or pod.get("desiredStatus") != "RUNNING":
+                return
+        agent(connect(options), "end", record["base"], machine_id, "terminated", timeout=60)
 
 
 #: How long the start waits between looks at a booting pod: first (for ``_POLL_STEADY``
@@ -515,6 +531,23 @@ def _shared_links(options: RunPodOptions) -> dict[str, str]:
     if base == shared:
         return {}
     return {posixpath.join(base, name): posixpath.join(shared, name) for name in _SHARED}
+
+
+#: The data centre of each network volume this process rented a pod on: a volume never moves.
+_VOLUME_DATA_CENTERS: dict[str, str] = {}
+
+
+def _volume_data_center(runpod: Any, volume_id: str | None) -> str | None:
+    """The data centre holding network volume ``volume_id``, which a pod on it must be rented in.
+    The runpod SDK asks the account for it (``myself``) on every ``create_pod`` that is not told;
+    asked here once per process and volume instead, one API call less on every later start."""
+    if volume_id is None:
+        return None
+    if volume_id not in _VOLUME_DATA_CENTERS:
+        for volume in (runpod.get_user() or {}).get("networkVolumes") or []:
+            if volume.get("id") and volume.get("dataCenterId"):
+                _VOLUME_DATA_CENTERS[str(volume["id"])] = str(volume["dataCenterId"])
+    return _VOLUME_DATA_CENTERS.get(volume_id)
 
 
 def connect_lazily(options: SshOptions) -> Connection:

@@ -8,11 +8,13 @@ so any client that can log in finds it again (``seer ls`` / ``seer down`` after 
 
 Commands (each prints one JSON document on its last line of stdout):
 
-* ``begin BASE ID META [FOLDERS [LINKS [- [ENVIRONMENT]]]]``: make the sandbox's folders (0700),
-  the shared ones named in ``FOLDERS`` and the symbolic links of ``LINKS`` (a pod's caches on
-  its network volume), and write its record; with ``-``, its environment file (``env.sh``,
-  0600) from stdin (secrets never go on a command line); with ``ENVIRONMENT``, ``env``'s work
-  too when there is nothing to build (the environment and the runtime ready);
+* ``begin BASE ID META [FOLDERS [LINKS [- [ENVIRONMENT [WATCHDOG]]]]]``: make the sandbox's
+  folders (0700), the shared ones named in ``FOLDERS`` and the symbolic links of ``LINKS`` (a
+  pod's caches on its network volume), and write its record; with ``-``, its environment file
+  (``env.sh``, 0600) from stdin (secrets never go on a command line); with ``ENVIRONMENT``,
+  ``env``'s work too when there is nothing to build (the environment and the runtime ready);
+  with ``WATCHDOG``, start the sandbox's watchdog (the kit's background process that ends it at
+  its timeout) before answering, so a start is one call;
 * ``update BASE ID CHANGES``: merge ``CHANGES`` (JSON) into a running sandbox's record;
 * ``env BASE REQUIREMENTS WHEEL``: the virtual environment for a package set (one per distinct
   set and remote interpreter, under ``<base>/envs/<hash>``, built once under a lock and reused;
@@ -29,18 +31,21 @@ Commands (each prints one JSON document on its last line of stdout):
   seconds ago are removed.
 """
 
+from __future__ import annotations
+
+# What every call imports is kept to what every call needs: each call is a Python start on the
+# host, on the path of every start and teardown, and shutil, subprocess, zipfile, hashlib and
+# typing cost a Python start about half as much again (#27). The rest is imported where used.
 import fcntl
-import hashlib
 import json
 import os
-import shlex
-import shutil
 import signal
-import subprocess
 import sys
 import time
-import zipfile
-from typing import IO, Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 MARK = "SEER_SSH_SANDBOX"
 SLACK = 5.0
@@ -97,6 +102,7 @@ def begin(
     links: str = "{}",
     env_file: str = "",
     environment: str = "",
+    watchdog: str = "",
 ) -> dict[str, Any]:
     """The sandbox's folder and record, and ``folders`` (JSON list; relative ones are taken in the
     sandbox's folder) made private (0700) in the same call. ``links`` (JSON ``{link: target}``):
@@ -104,7 +110,8 @@ def begin(
     them). ``env_file`` ``-``: the sandbox's environment file written from stdin (0600).
     ``environment`` (JSON ``{"requirements": [...], "wheel": path}``): when that environment and
     runtime are ready (:func:`ready_env`), the answer's ``env`` is ``env``'s, and no ``env`` call
-    is needed."""
+    is needed. ``watchdog`` (JSON, see :func:`_start_watchdog`): the sandbox's watchdog started
+    last, once its record and environment file are complete (the answer's ``watchdog``: its pid)."""
     sb = _sandbox_dir(base, sandbox_id)
     wanted = json.loads(folders)
     _links(json.loads(links))
@@ -118,6 +125,8 @@ def begin(
         if env_file == "-":
             _write_text(os.path.join(sb, "env.sh"), sys.stdin.read())
     except BaseException:
+        import shutil
+
         shutil.rmtree(sb, ignore_errors=True)
         raise
     record = json.loads(meta)
@@ -127,7 +136,49 @@ def begin(
     if environment and env_file == "-":
         wanted_env = json.loads(environment)
         made["env"] = ready_env(base, sandbox_id, wanted_env["requirements"], wanted_env["wheel"])
+    if watchdog:
+        made["watchdog"] = _start_watchdog(sb, json.loads(watchdog))
     return made
+
+
+#: ``bash -c WATCHDOG seer ENV_FILE WORKDIR SECONDS ARGV...``: the watchdog as the kit's
+#: ``start_watchdog`` runs it, a sandbox command: the environment file read, in the working
+#: folder; then the same process exec'd (its pid and start time kept) so that its own
+#: environment carries the sandbox's mark, which ``end`` kills by; it runs ``ARGV`` after
+#: ``SECONDS``.
+WATCHDOG = """. "$1" || exit 1; cd -- "$2" || exit 1; shift 2; exec bash -c 'sleep "$0"; exec "$@"' "$@"
+"""
+
+
+def _start_watchdog(sb: str, spec: dict[str, Any]) -> int:
+    """Start the sandbox's watchdog as the kit's ``start_process`` would (in a session of its own,
+    its output appended to ``spec["log"]``, ``<pid> <start time>`` in ``spec["pid_file"]``), to
+    run ``spec["argv"]`` after ``spec["seconds"]``; its pid. Spawned, not forked: no module of
+    ``subprocess``'s weight to import, and nothing of this call's streams is inherited, so the
+    call's channel ends when this process does."""
+    log, pid_file = spec["log"], spec["pid_file"]
+    _private_dirs([os.path.dirname(log), os.path.dirname(pid_file)])
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        argv = ["bash", "-c", WATCHDOG, "seer", os.path.join(sb, "env.sh"), os.path.join(sb, "work")]
+        pid = os.posix_spawnp(
+            "bash",
+            [*argv, str(spec["seconds"]), *spec["argv"]],
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_DUP2, out, 1),
+                (os.POSIX_SPAWN_DUP2, out, 2),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(out)
+    started = _starttime(pid)
+    if started is None:
+        raise SystemExit(f"the sandbox's watchdog did not start (see {log})")
+    _write_text(pid_file, f"{pid} {started}\n")
+    return pid
 
 
 def _links(links: dict[str, str]) -> None:
@@ -189,6 +240,8 @@ def _locked(path: str) -> IO[str]:
 
 
 def _run_logged(argv: list[str]) -> None:
+    import subprocess
+
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     tail: list[str] = []
     assert proc.stdout is not None
@@ -207,6 +260,9 @@ def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[
     asks again. With ``sandbox_id``, that sandbox's record gets the environment's ``python`` (as
     ``update`` would, without another call) and its environment file (``env.sh``) the lines
     that put the environment's ``bin`` first on ``PATH`` and the runtime on ``PYTHONPATH``."""
+    import shutil
+    import zipfile
+
     if not os.path.isfile(wheel):
         return {"wheel": "missing"}
     reqs = sorted(json.loads(requirements))
@@ -252,6 +308,8 @@ def env(base: str, requirements: str, wheel: str, sandbox_id: str = "") -> dict[
 
 def _env_dir(base: str, reqs: list[str]) -> str:
     """Where the environment of the package set ``reqs`` (sorted) lives for this interpreter."""
+    import hashlib
+
     key = hashlib.sha256(json.dumps([reqs, sys.executable, sys.version]).encode()).hexdigest()[:20]
     return os.path.join(base, "envs", key)
 
@@ -280,6 +338,8 @@ def ready_env(base: str, sandbox_id: str, requirements: list[str], wheel: str) -
 def _use_env(sb: str, env_dir: str, runtime: str) -> None:
     """The sandbox's environment file with the environment and the runtime first (the lines
     appended once; the file replaced atomically, so a command reading it sees one or the other)."""
+    import shlex
+
     path = os.path.join(sb, "env.sh")
     with open(path) as fh:
         text = fh.read()
@@ -297,6 +357,8 @@ def _remove_killed_builds(envs: str) -> None:
     """Remove every environment under ``envs`` left half-built by a build that was killed: one
     without its completion marker whose lock nobody holds (a build holds it until it ends, and
     a killed process's locks are released), so a package set never used again leaves nothing."""
+    import shutil
+
     for name in os.listdir(envs):
         env_dir = os.path.join(envs, name)
         if name.endswith(".lock") or not os.path.isdir(env_dir):
@@ -345,6 +407,8 @@ def _kill_all(sandbox_id: str) -> None:
 
 
 def end(base: str, sandbox_id: str, status: str, then: list[str] | None = None) -> dict[str, Any]:
+    import shutil
+
     sb = _sandbox_dir(base, sandbox_id)
     meta_path = os.path.join(sb, "meta.json")
     if os.path.isdir(sb):
@@ -379,6 +443,8 @@ def end(base: str, sandbox_id: str, status: str, then: list[str] | None = None) 
 
 
 def ls(base: str, ttl: str, sandbox_id: str | None = None) -> list[dict[str, Any]]:
+    import shutil
+
     root = os.path.join(base, "sandboxes")
     names = [sandbox_id] if sandbox_id else (sorted(os.listdir(root)) if os.path.isdir(root) else [])
     now = time.time()

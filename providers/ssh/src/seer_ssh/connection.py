@@ -340,6 +340,14 @@ _pool_lock = threading.Lock()
 _pool: dict[tuple[Any, ...], Connection] = {}
 
 
+def connected(options: SshOptions, *, host_key: str | None = None) -> bool:
+    """Whether this process holds a live connection to the host ``options`` name (nothing is
+    connected to find out)."""
+    with _pool_lock:
+        conn = _pool.get((options.model_dump_json(), host_key))
+    return conn is not None and conn.alive()
+
+
 def connect(options: SshOptions, *, host_key: str | None = None) -> Connection:
     """This process's connection to the host ``options`` name (made on first use, shared after)."""
     key = (options.model_dump_json(), host_key)

@@ -54,9 +54,21 @@ _GONE_CODE = 97
 _GONE = "seer-ssh: this sandbox has ended"
 
 
+#: How the host's Python runs the agent: isolated (no ``PYTHON*`` variables, no user site) and
+#: without ``site``, whose import of the system's site-packages and ``.pth`` files (many, on an
+#: ML image) is a good part of a Python start; the agent uses the standard library only.
+AGENT_FLAGS = ("-I", "-S")
+
+
+def agent_argv(python: str, *args: str) -> list[str]:
+    """The argv running the agent with ``args`` on the host's ``python``."""
+    return [python, *AGENT_FLAGS, "-c", AGENT, *args]
+
+
 def agent(conn: Connection, *args: str, stdin: bytes | None = None, timeout: float = 120.0) -> Any:
     """Run the remote agent; its JSON answer. A failure raises, with what it printed."""
-    code, out, err = conn.run(conn.python_line(AGENT, *args), stdin=stdin, timeout=timeout)
+    line = shlex.join(agent_argv(conn.options.python, *args))
+    code, out, err = conn.run(line, stdin=stdin, timeout=timeout)
     if code != 0:
         why = (err.strip() or out.strip()).splitlines()[-12:]
         if code == 127:
@@ -363,11 +375,11 @@ def provision(
     environment for ``spec.python_packages`` and seer's runtime. The caller has begun
     ``ledger``'s record and cleans up on failure.
 
-    Two round trips when the host has the environment and the runtime already: the agent's
-    ``begin`` (folders, links, record, the environment file, the environment found and the
-    file completed: one Python start), then the watchdog's start. Otherwise the agent's ``env``
-    (the wheel looked for, uploaded if missing, the environment built, streaming its output)
-    runs beside the watchdog's start, on another channel of the one connection."""
+    One round trip when the host has the environment and the runtime already: the agent's
+    ``begin`` (folders, links, record, the environment file, the environment found and the file
+    completed, then the watchdog started: one Python start), with the connection's SFTP session
+    opening beside it. Otherwise the agent's ``env`` (the wheel looked for, uploaded if missing,
+    the environment built, streaming its output) follows, the watchdog already running."""
     now = time.time()
     meta = {
         "name": spec.name,
@@ -383,64 +395,63 @@ def provision(
     # Made by the agent's begin (relative: in the sandbox's folder), one call for all of it.
     shared_cache = posixpath.join(base, "hf-hub")
     folders = [posixpath.dirname(remote_wheel), "hf-hub" if spec.private_model_cache else shared_cache]
+    workdir = posixpath.join(base, "sandboxes", sandbox_id, "work")
     env = {
         **spec.env,
         **spec.secrets,
         **(extra_env or {}),
-        "SEER_WORKDIR": posixpath.join(base, "sandboxes", sandbox_id, "work"),
+        "SEER_WORKDIR": workdir,
         "SEER_SANDBOX_ID": sandbox_id,
         MARK: sandbox_id,
         "PYTHONUNBUFFERED": "1",
     }
+    cache = posixpath.join(posixpath.dirname(workdir), "hf-hub") if spec.private_model_cache else shared_cache
+    machine = machine_cls(conn, sandbox_id, {**meta, "workdir": workdir, "model_cache": cache}, ledger)
     requirements = [*spec.python_packages, *runtime_requirements()]
-    # the environment file (secrets included) goes on stdin, never on a command line; when the
-    # environment and the runtime are ready, begin completes it and records the python itself
-    made = agent(
-        conn,
-        "begin",
-        base,
-        sandbox_id,
-        json.dumps(meta),
-        json.dumps(folders),
-        json.dumps(dict(links or {})),
-        "-",
-        json.dumps({"requirements": requirements, "wheel": remote_wheel})
-        if machine_cls.begin_finds_env
-        else "",
-        stdin=_env_lines(env).encode(),
-    )
-    sb_dir = posixpath.dirname(made["workdir"])
-    if made["workdir"] != env["SEER_WORKDIR"]:  # the agent and this module agree on the layout
-        raise SandboxError(f"seer's agent made the sandbox in {made['workdir']}, not {env['SEER_WORKDIR']}")
-    cache = posixpath.join(sb_dir, "hf-hub") if spec.private_model_cache else shared_cache
-    record = {**meta, "workdir": made["workdir"], "model_cache": cache}
-    machine = machine_cls(conn, sandbox_id, record, ledger)
-    # The watchdog starts beside the environment's build, if one is needed (another channel of
-    # the connection): from then on the sandbox ends at its deadline whatever happens; a watchdog
-    # that could not start fails the start once the build is over (the caller tears the sandbox
-    # down). Nothing is built before it: begin only finds an environment that is ready. The
-    # connection's SFTP session (a process on the host) opens meanwhile too, for the files and
-    # teardown's look at what to copy.
-    end = [conn.options.python, "-c", AGENT, "end", base, sandbox_id, "expired"]
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="seer-start") as pool:
-        watchdog = pool.submit(machine.start_watchdog, spec.timeout, [*end, "--", *then] if then else end)
+    # The watchdog ends the sandbox at its deadline whatever happens from then on: begin starts
+    # it last, once the record and the environment file are complete, before the sandbox is
+    # handed out and before any environment is built (a watchdog that cannot start fails begin,
+    # and the caller tears the sandbox down).
+    end = agent_argv(conn.options.python, "end", base, sandbox_id, "expired")
+    watchdog = {
+        "seconds": f"{max(spec.timeout, 0):.0f}",
+        "argv": [*end, "--", *then] if then else end,
+        "pid_file": posixpath.join(machine.procs_dir, "watchdog.pid"),
+        "log": machine.log_path("watchdog"),
+    }
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seer-start") as pool:
+        # the connection's SFTP session (a process on the host) opens meanwhile, for the files
+        # and teardown's look at what to copy
         pool.submit(_open_sftp, conn)
-        if made.get("env"):  # begin found it: said as env says it
-            key = posixpath.basename(posixpath.dirname(posixpath.dirname(made["env"]["python"])))
-            spec.report(f"the Python environment for this package set is there: reused ({key})")
-        try:
-            made_env = made.get("env") or _environment(
-                machine,
-                requirements,
-                args=(base, remote_wheel, sandbox_id),
-                wheel=wheel.path,
-                report=spec.report,
-            )
-        except BaseException:
-            with contextlib.suppress(Exception):
-                watchdog.result()  # the caller tears down once the watchdog's start is over
-            raise
-        watchdog.result()  # its failure is the start's
+        # the environment file (secrets included) goes on stdin, never on a command line; when
+        # the environment and the runtime are ready, begin completes it and records the python
+        made = agent(
+            conn,
+            "begin",
+            base,
+            sandbox_id,
+            json.dumps(meta),
+            json.dumps(folders),
+            json.dumps(dict(links or {})),
+            "-",
+            json.dumps({"requirements": requirements, "wheel": remote_wheel})
+            if machine_cls.begin_finds_env
+            else "",
+            json.dumps(watchdog),
+            stdin=_env_lines(env).encode(),
+        )
+    if made["workdir"] != workdir:  # the agent and this module agree on the layout
+        raise SandboxError(f"seer's agent made the sandbox in {made['workdir']}, not {workdir}")
+    if made.get("env"):  # begin found it: said as env says it
+        key = posixpath.basename(posixpath.dirname(posixpath.dirname(made["env"]["python"])))
+        spec.report(f"the Python environment for this package set is there: reused ({key})")
+    made_env = made.get("env") or _environment(
+        machine,
+        requirements,
+        args=(base, remote_wheel, sandbox_id),
+        wheel=wheel.path,
+        report=spec.report,
+    )
     machine.python = made_env["python"]
     machine.record.update(python=machine.python)
     return machine
@@ -491,6 +502,6 @@ def _stream_agent(machine: SshMachine, args: list[str], report: Any) -> tuple[in
             report(line)
 
     code, pump = machine.run_pumped(
-        [machine.conn.options.python, "-c", AGENT, *args], text=f"seer agent {args[0]}", on_output=lines
+        agent_argv(machine.conn.options.python, *args), text=f"seer agent {args[0]}", on_output=lines
     )
     return code, pump.text("stdout") + pump.text("stderr")
