@@ -59,6 +59,27 @@ def installed(tools_dir: str) -> bool:
     return os.path.exists(layout(tools_dir)["complete"])
 
 
+#: What of a prepared install (one made on the client, copied into a machine) stays behind: the npm
+#: shim (it names the client's path) and npm's cache, used only while installing.
+PREPARED_SKIP = ("shim", ".npm-cache")
+
+
+def prepared_install(value: str) -> str:
+    """``value`` (a tools folder on the client: ``provider_options.code_server_from``) as an
+    absolute path, checked to hold a complete install of :data:`VERSION`; ValueError, saying
+    what is wrong and how to make one, otherwise."""
+    path = os.path.abspath(os.path.expanduser(value))
+    if not os.path.isdir(path):
+        raise ValueError(f"{value!r} is not a folder on this machine")
+    if not installed(path):
+        raise ValueError(
+            f"{path} holds no complete install of code-server {VERSION} "
+            f"(expected {layout(path)['complete']}; make one with scripts/code-server "
+            f"or python -m seer.providers.code_server {path})"
+        )
+    return path
+
+
 def build_problem() -> str | None:
     """What this machine lacks to build code-server's native modules, or None (checked where the
     install would run, before anything is made)."""
@@ -109,6 +130,14 @@ def install(tools_dir: str, python: str = sys.executable) -> bool:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(where["complete"]):  # another sandbox installed it while we waited
             return False
+        # Checked here too, where the install runs: a machine whose image the client cannot see
+        # (a pod) says what it lacks before minutes of building, not in npm's tail.
+        problem = build_problem()
+        if problem:
+            raise SystemExit(
+                f"code-server install: {problem}; use an image that has them, or copy an install "
+                "prepared on the client (provider_options.code_server_from, where the provider has it)"
+            )
         root = where["root"]
         # What a dead install left (never a complete one) goes first.
         for part in ("node", "lib", "bin", "shim"):
