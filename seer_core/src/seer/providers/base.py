@@ -497,7 +497,7 @@ class Provider(ABC):
                     "debug",
                     f"provider {cls.name!r} cannot start a VS Code server (capability: code_server); "
                     "set debug to false and work through the sandbox's Jupyter server or shell, "
-                    "or use a provider that has it (local, docker)",
+                    "or use a provider that has it (local, docker, runpod, modal)",
                 )
             )
         return problems

@@ -22,12 +22,15 @@ Standard library only: this runs before anything else is known to be in the sand
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 #: the code-server release installed (4.x needs Node 22+; this one Node 24)
 VERSION = "4.139.1"
@@ -59,6 +62,8 @@ def installed(tools_dir: str) -> bool:
     return os.path.exists(layout(tools_dir)["complete"])
 
 
+#: What building code-server's native modules needs (Debian names): an image recipe installs them.
+BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
 #: What of a prepared install (one made on the client, copied into a machine) stays behind: the npm
 #: shim (it names the client's path) and npm's cache, used only while installing.
 PREPARED_SKIP = ("shim", ".npm-cache")
@@ -78,6 +83,31 @@ def prepared_install(value: str) -> str:
             f"or python -m seer.providers.code_server {path})"
         )
     return path
+
+
+def prepared_parts(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """The files, links and folders of a prepared install (its ``root``) that are copied into a
+    machine, sorted: all but what only its install used (:data:`PREPARED_SKIP`)."""
+    top = Path(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = Path(dirpath)
+        rel = here.relative_to(top)
+        dirnames[:] = sorted(d for d in dirnames if (rel / d).as_posix() not in PREPARED_SKIP)
+        yield from (here / d for d in dirnames)
+        yield from (here / f for f in sorted(filenames))
+
+
+def prepared_fingerprint(tools_dir: str) -> str:
+    """What identifies a prepared install under ``tools_dir``: its version and every part's path,
+    type, mode, size and modification time (a stat per file, not a read of its ~840 MB). A
+    reinstall or any changed file gives another fingerprint, hence another image."""
+    root = Path(layout(tools_dir)["root"])
+    digest = hashlib.sha256(VERSION.encode())
+    for path in prepared_parts(root):
+        st = path.lstat()
+        rel = path.relative_to(root).as_posix()
+        digest.update(f"\0{rel}\0{st.st_mode:o}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return digest.hexdigest()
 
 
 def build_problem() -> str | None:
