@@ -9,10 +9,18 @@ the provider's port exposure. The Docker row's image copies the local tools fold
 code-server in the image: the start it times is the same either way. Skips where code-server
 cannot be installed (no package index, no compiler) or, for Docker, without the engine and base
 image ``scripts/docker-engine`` makes.
+
+The RunPod and Modal rows run on their fakes (the real SDK against the control plane on
+127.0.0.1, each machine a container), with the local tools folder's install as
+``code_server_from`` (they skip without one): on RunPod the warm-up uploads it once into the
+network volume's shared folder, on Modal the warm-up builds the image layer that holds it; every
+timed start then finds it there. The RunPod figure includes the pod's SSH port forward to
+code-server, the Modal one a tunnel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -95,3 +103,69 @@ def test_bench_docker_start_with_debug(bench_report: BenchReport, client: Any) -
         )
 
     _row(bench_report, "docker", config, repeat=3)
+
+
+def _prepared() -> str:
+    from seer.providers import code_server
+    from seer.providers.local.provider import local_tools_dir
+
+    tools = str(local_tools_dir())
+    if not code_server.installed(tools):
+        pytest.skip(f"no code-server install in {tools} to copy (scripts/code-server makes it)")
+    return tools
+
+
+@pytest.fixture(scope="module")
+def fake_runpod() -> Iterator[Any]:
+    pytest.importorskip("runpod")
+    from seer_runpod.testing import FakeRunPod
+
+    problem = FakeRunPod.problem()
+    if problem:
+        pytest.skip(f"no fake RunPod: {problem}")
+    with FakeRunPod() as started, started.activate():
+        yield started
+
+
+def test_bench_runpod_start_with_debug(bench_report: BenchReport, fake_runpod: Any) -> None:
+    prepared = _prepared()
+    volume = fake_runpod.add_network_volume("seer-bench-debug")
+
+    def config(debug: bool) -> SandboxConfig:
+        options: dict[str, Any] = {"network_volume_id": volume}
+        if debug:
+            options["code_server_from"] = prepared  # uploaded once, in the warm-up
+        return SandboxConfig(
+            provider="runpod", execution_mode="cli", timeout=600, debug=debug, provider_options=options
+        )
+
+    _row(bench_report, "runpod (fake)", config, repeat=3)
+
+
+@pytest.fixture(scope="module")
+def fake_modal() -> Iterator[Any]:
+    pytest.importorskip("modal")
+    from seer_modal.testing import FakeModal
+
+    problem = FakeModal.problem()
+    if problem:
+        pytest.skip(f"no fake Modal here: {problem} (scripts/docker-engine starts an engine)")
+    # layers kept on the engine, as Modal keeps them: the tests' image layers are found again
+    with FakeModal(keep_layers=True) as server, server.activate():
+        yield server
+
+
+def test_bench_modal_start_with_debug(bench_report: BenchReport, fake_modal: Any) -> None:
+    from seer_modal.testing import LOCAL_PIP_OPTIONS
+
+    prepared = _prepared()
+
+    def config(debug: bool) -> SandboxConfig:
+        options: dict[str, Any] = {"pip_options": LOCAL_PIP_OPTIONS}
+        if debug:
+            options["code_server_from"] = prepared  # the image's layer, built in the warm-up
+        return SandboxConfig(
+            provider="modal", execution_mode="cli", timeout=600, debug=debug, provider_options=options
+        )
+
+    _row(bench_report, "modal (fake)", config, repeat=3)
