@@ -129,6 +129,46 @@ def test_a_second_pod_on_the_volume_uploads_and_installs_nothing(
     assert_gone(port)
 
 
+def test_pods_uploading_at_once_copy_it_once_and_none_sees_a_half_copy(
+    first: tuple[Sandbox, list[str]], tmp_path: Path
+) -> None:
+    """Two uploads into one shared folder at once (as two pods on a network volume): the
+    installer's lock lets one copy it; the other waits, then finds it complete and sends nothing.
+    A small install stands in for the 840 MB one."""
+    import threading
+
+    from seer_runpod.code_server import upload_prepared
+
+    sandbox, _ = first
+    tools = str(tmp_path / "prepared")
+    where = installer.layout(tools)
+    Path(where["entry"]).parent.mkdir(parents=True)
+    Path(where["entry"]).write_bytes(b"x" * 3_000_000)
+    Path(where["node"]).parent.mkdir(parents=True)
+    Path(where["node"]).write_text("#!/bin/sh\n")
+    Path(where["complete"]).write_text(installer.VERSION)
+    shared = f"{sandbox.machine.dir}/race-tools"
+    conn = sandbox.machine.conn  # type: ignore[attr-defined]
+    results: list[bool] = []
+    barrier = threading.Barrier(2)
+
+    def upload() -> None:
+        barrier.wait()
+        results.append(upload_prepared(conn, shared, tools, lambda _line: None))
+
+    threads = [threading.Thread(target=upload) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    root = installer.layout(shared)["root"]
+    assert sandbox.read_file(f"{root}/installs.log").count("uploaded code-server") == 1
+    assert sorted(results) == [False, True]  # one copied it; the other found it complete
+    listing = sandbox.exec(["bash", "-c", f"ls -a {shared}; wc -c < {where['entry'].replace(tools, shared)}"])
+    assert ".code-server-upload" not in listing.stdout and listing.stdout.split()[-1] == "3000000"
+    assert upload_prepared(conn, shared, tools, lambda _line: None) is False  # complete: nothing sent
+
+
 def test_without_a_prepared_install_a_pod_without_compilers_fails_saying_what_is_missing(
     fake_runpod: FakeRunPod, project: Path
 ) -> None:
