@@ -13,6 +13,8 @@ without the password, VS Code on the working directory with it. The screenshot i
 
 from __future__ import annotations
 
+import os
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,8 @@ from seer_modal.testing import FakeModal
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
 
 MARKER = "SEER_DEBUG_MARKER = 28"
+#: Run the in-image build of code-server too (6-11 minutes; CI builds code-server once, locally).
+BUILD = os.environ.get("SEER_TEST_CODE_SERVER_BUILD") == "1"
 #: The local tools folder, where it holds a complete install (the image gets a copy of it).
 PREPARED = str(local_tools_dir())
 #: The calls that send a mount's files.
@@ -122,3 +126,26 @@ def test_a_folder_without_an_install_is_refused_before_anything(
         Sandbox(_config(project, code_server_from=str(tmp_path))).start()
     assert "no complete install of code-server" in str(refused.value)
     assert fake_modal.calls[before:] == []
+
+
+@pytest.mark.timeout(2400)
+@pytest.mark.skipif(
+    not BUILD,
+    reason="the prepared install covers the sandbox's runtime; set SEER_TEST_CODE_SERVER_BUILD=1 to "
+    "build code-server in the image too (6-11 minutes: apt, the package index and npm)",
+)
+def test_without_a_prepared_install_the_layer_builds_code_server(
+    fake_modal: FakeModal, project: Path
+) -> None:
+    """No ``code_server_from``: the layer installs the compilers and runs the installer (Node from
+    the package index, code-server from npm) in the image; the sandbox runs what it built."""
+    box = Sandbox(_config(project), progress=False).start()
+    try:
+        log = box.read_file(installer.layout(TOOLS_DIR)["installs"]).splitlines()
+        assert len(log) == 1 and "installed code-server" in log[0], log
+        with urllib.request.urlopen(f"{box.services['code_server']['url']}/healthz", timeout=30) as resp:
+            assert resp.status == 200
+        port = box.services["code_server"]["port"]
+    finally:
+        box.terminate(force=True)
+    assert_gone(port)

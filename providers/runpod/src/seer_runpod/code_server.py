@@ -87,8 +87,9 @@ def upload_prepared(conn: Connection, tools_dir: str, prepared: str, report: Cal
         status = chan.recv_exit_status()
         out = _drain(chan.recv)
         err = _drain(chan.recv_stderr)
-    except (OSError, EOFError) as exc:
-        raise SandboxError(f"uploading code-server to the pod failed: {exc}") from None
+    except (OSError, EOFError) as exc:  # the pod's side ended early: what it said, if it did
+        said = chan.recv_stderr(65536).decode(errors="replace") if chan.recv_stderr_ready() else ""
+        raise SandboxError(f"uploading code-server to the pod failed: {exc} {said.strip()}".strip()) from None
     finally:
         chan.close()
     if status != 0:
