@@ -2,7 +2,7 @@
 
 ``RepoConfig.dockerfile`` needs a provider that builds images (``dockerfile_repos``: docker);
 ``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: local, docker,
-ssh and slurm; runpod and modal refuse it). Before, the local provider ignored a Dockerfile and
+ssh, slurm, runpod and modal; the toy provider refuses it). Before, the local provider ignored a Dockerfile and
 ``debug=True`` started nothing, silently.
 The conformance suite checks the same of every provider that lacks either capability.
 """
@@ -37,7 +37,7 @@ def test_local_refuses_a_repo_dockerfile_before_provisioning() -> None:
     assert running_local_sandboxes() == before
 
 
-@pytest.mark.parametrize("name", ["runpod", "modal"])
+@pytest.mark.parametrize("name", ["toy"])
 def test_debug_is_refused_where_no_code_server_is_offered(name: str) -> None:
     from seer import plugins
 
@@ -46,6 +46,15 @@ def test_debug_is_refused_where_no_code_server_is_offered(name: str) -> None:
     problems = provider.check_config(SandboxConfig(debug=True, provider=name))  # type: ignore[attr-defined]
     debug = [p.message for p in problems if p.field == "debug"]
     assert len(debug) == 1 and "VS Code server" in debug[0] and "capability: code_server" in debug[0]
+
+
+@pytest.mark.parametrize("name", ["runpod", "modal"])
+def test_debug_is_offered_by_the_cloud_providers(name: str) -> None:
+    from seer import plugins
+
+    provider = plugins.providers()[name].cls
+    assert provider.capabilities.code_server  # type: ignore[attr-defined]
+    assert "code_server_from" in provider.options_model.model_fields  # type: ignore[attr-defined]
 
 
 def test_both_refusals_reported_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

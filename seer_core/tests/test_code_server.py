@@ -131,3 +131,27 @@ def test_debug_is_refused_before_anything_is_made_when_code_server_cannot_be_ins
     assert info.value.fields == ["debug"]
     assert "code-server" in str(info.value) and "no package index" in str(info.value)
     assert set((Path(os.environ["SEER_HOME"]) / "local").glob("local-*")) == before
+
+
+@pytest.mark.unit
+def test_a_prepared_install_is_checked_and_the_installer_names_what_it_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prepared_install`` (what ``code_server_from`` options check) takes only a complete
+    install; the installer, run where it cannot build, says what is missing before any work."""
+    with pytest.raises(ValueError, match="is not a folder"):
+        installer.prepared_install(str(tmp_path / "absent"))
+    with pytest.raises(ValueError, match="no complete install of code-server") as incomplete:
+        installer.prepared_install(str(tmp_path))
+    assert "scripts/code-server" in str(incomplete.value)
+    complete = Path(installer.layout(str(tmp_path))["complete"])
+    complete.parent.mkdir(parents=True)
+    complete.write_text(installer.VERSION)
+    assert installer.prepared_install(str(tmp_path)) == str(tmp_path)
+
+    tools = tmp_path / "fresh"
+    monkeypatch.setattr(installer.shutil, "which", lambda _tool: None)
+    with pytest.raises(SystemExit, match=r"needs c\+\+, make, python3") as lacking:
+        installer.install(str(tools))
+    assert "code_server_from" in str(lacking.value)
+    assert not Path(installer.layout(str(tools))["root"]).exists()  # nothing was made

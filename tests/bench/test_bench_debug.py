@@ -11,10 +11,18 @@ that install to the host's (the cluster's shared) tools folder in the warm-up, o
 tests do (their test hosts have no compilers), and skip without it. Skips where code-server
 cannot be installed (no package index, no compiler) or, for Docker, ssh and slurm, without the
 engine and base image ``scripts/docker-engine`` makes.
+
+The RunPod and Modal rows run on their fakes (the real SDK against the control plane on
+127.0.0.1, each machine a container), with the local tools folder's install as
+``code_server_from`` (they skip without one, as ssh and slurm do): on RunPod the warm-up uploads it once into the
+network volume's shared folder, on Modal the warm-up builds the image layer that holds it; every
+timed start then finds it there. The RunPod figure includes the pod's SSH port forward to
+code-server, the Modal one a tunnel.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -130,3 +138,59 @@ def test_bench_ssh_start_with_debug(
 def test_bench_slurm_start_with_debug(bench_report: BenchReport, cluster: Any) -> None:
     """(``cluster``: test_bench_slurm's fixture, a real SLURM cluster in containers.)"""
     _remote_row(bench_report, "slurm", cluster.options())
+
+
+@pytest.fixture(scope="module")
+def fake_runpod() -> Iterator[Any]:
+    pytest.importorskip("runpod")
+    from seer_runpod.testing import FakeRunPod
+
+    problem = FakeRunPod.problem()
+    if problem:
+        pytest.skip(f"no fake RunPod: {problem}")
+    with FakeRunPod() as started, started.activate():
+        yield started
+
+
+def test_bench_runpod_start_with_debug(bench_report: BenchReport, fake_runpod: Any) -> None:
+    prepared = prepared_or_skip()
+    volume = fake_runpod.add_network_volume("seer-bench-debug")
+
+    def config(debug: bool) -> SandboxConfig:
+        options: dict[str, Any] = {"network_volume_id": volume}
+        if debug:
+            options["code_server_from"] = prepared  # uploaded once, in the warm-up
+        return SandboxConfig(
+            provider="runpod", execution_mode="cli", timeout=600, debug=debug, provider_options=options
+        )
+
+    _row(bench_report, "runpod (fake)", config, repeat=3)
+
+
+@pytest.fixture(scope="module")
+def fake_modal() -> Iterator[Any]:
+    pytest.importorskip("modal")
+    from seer_modal.testing import FakeModal
+
+    problem = FakeModal.problem()
+    if problem:
+        pytest.skip(f"no fake Modal here: {problem} (scripts/docker-engine starts an engine)")
+    # layers kept on the engine, as Modal keeps them: the tests' image layers are found again
+    with FakeModal(keep_layers=True) as server, server.activate():
+        yield server
+
+
+def test_bench_modal_start_with_debug(bench_report: BenchReport, fake_modal: Any) -> None:
+    from seer_modal.testing import LOCAL_PIP_OPTIONS
+
+    prepared = prepared_or_skip()
+
+    def config(debug: bool) -> SandboxConfig:
+        options: dict[str, Any] = {"pip_options": LOCAL_PIP_OPTIONS}
+        if debug:
+            options["code_server_from"] = prepared  # the image's layer, built in the warm-up
+        return SandboxConfig(
+            provider="modal", execution_mode="cli", timeout=600, debug=debug, provider_options=options
+        )
+
+    _row(bench_report, "modal (fake)", config, repeat=3)

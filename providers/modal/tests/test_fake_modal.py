@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
 import secrets
 import socket
@@ -136,6 +137,48 @@ def test_a_layer_the_fake_cannot_build_fails_naming_it(app: modal.App) -> None:
     image = modal.Image.debian_slim().dockerfile_commands("COPY --from=example.com/tool:1 /tool /tool")
     with pytest.raises(modal.exception.ImageBuildError, match=r"cannot pull 'example.com/tool:1'"):
         image.build(app)
+
+
+def test_local_files_copied_into_a_layer_are_uploaded_once(
+    fake_modal: FakeModal, app: modal.App, tmp_path: Path, sandboxes: list[modal.Sandbox]
+) -> None:
+    """``add_local_dir(copy=True)``: the SDK uploads the files (a big one as a blob over HTTP), the
+    fake builds the layer from them with their modes; the same files again upload nothing."""
+    token = secrets.token_hex(4)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "small.txt").write_text(token)
+    (tmp_path / "run.sh").write_text("#!/bin/sh\necho ran\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    big = secrets.token_bytes(5 * 1024 * 1024)  # over the SDK's 4 MiB: sent as a blob
+    (tmp_path / "big.bin").write_bytes(big)
+
+    def definition() -> modal.Image:
+        return modal.Image.debian_slim().add_local_dir(tmp_path, "/data", copy=True).run_commands("ls /data")
+
+    before = fake_modal.call_counts()
+    image = definition().build(app)
+    sent = fake_modal.call_counts()
+    assert sent["BlobCreate"] - before["BlobCreate"] == 1
+    assert sent["MountPutFile"] - before["MountPutFile"] == 3
+    again = definition().build(app)
+    assert again.object_id == image.object_id
+    after = fake_modal.call_counts()
+    assert (after["MountPutFile"], after["BlobCreate"]) == (sent["MountPutFile"], sent["BlobCreate"])
+
+    sandbox = modal.Sandbox.create(app=app, image=image, timeout=120)
+    sandboxes.append(sandbox)
+    assert run(sandbox, "cat", "/data/sub/small.txt")[0] == token
+    assert run(sandbox, "/data/run.sh")[0] == "ran\n"
+    out, _, code = run(sandbox, "sha256sum", "/data/big.bin")
+    assert code == 0 and out.split()[0] == hashlib.sha256(big).hexdigest()
+    assert run(sandbox, "test", "-e", "/Dockerfile")[2] != 0  # the layer's own Dockerfile is not copied
+
+
+def test_a_file_whose_content_is_not_its_hash_is_refused(fake_modal: FakeModal) -> None:
+    store = fake_modal.state.store
+    with pytest.raises(ValueError, match="is not"):
+        store.put(hashlib.sha256(b"one").hexdigest(), b"two")
+    assert not store.has(hashlib.sha256(b"one").hexdigest())
 
 
 # --- volumes, GPUs, secrets ---------------------------------------------------------------

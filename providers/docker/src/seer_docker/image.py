@@ -13,18 +13,18 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shlex
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from seer.errors import SandboxError
 from seer.providers import code_server as installer
+from seer.providers.code_server import prepared_fingerprint, prepared_parts
 from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
 
 if TYPE_CHECKING:
@@ -61,9 +61,8 @@ CODE_SERVER_INSTALLER = "seer-code-server-install.py"
 CODE_SERVER_PREPARED = "seer-code-server"
 #: Parts of a prepared install (relative to its root) the image does not get: the npm shim (it
 #: names the client's path, and only the install ran it) and npm's download cache.
-PREPARED_SKIP = frozenset({"shim", ".npm-cache"})
 #: What building code-server's native modules needs (Debian names), installed in its layer.
-CODE_SERVER_BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
+CODE_SERVER_BUILD_PACKAGES = installer.BUILD_PACKAGES
 #: Repository of the images seer builds; the tag is their content hash.
 IMAGE_REPO = "seer-sandbox"
 #: Label on everything seer makes (containers, images, volumes); its value says what it is.
@@ -200,31 +199,6 @@ def code_server_layer(prepared: bool = False) -> list[str]:
     ]
 
 
-def _prepared_parts(root: Path) -> Iterator[Path]:
-    """The files, links and folders of a prepared install that go into the image, sorted: all but
-    what only its install used (:data:`PREPARED_SKIP`: the npm shim names the client's path)."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        rel = here.relative_to(root)
-        dirnames[:] = sorted(d for d in dirnames if (rel / d).as_posix() not in PREPARED_SKIP)
-        yield from (here / d for d in dirnames)
-        yield from (here / f for f in sorted(filenames))
-
-
-def prepared_fingerprint(tools_dir: str) -> str:
-    """What identifies a prepared code-server install: its version and every part's path, type,
-    mode, size and modification time (a stat per file, not a read of its ~840 MB). A reinstall or
-    any changed file gives another fingerprint, hence another image."""
-    root = Path(installer.layout(tools_dir)["root"])
-    digest = hashlib.sha256(installer.VERSION.encode())
-    for path in _prepared_parts(root):
-        st = path.lstat()
-        digest.update(
-            f"\0{path.relative_to(root).as_posix()}\0{st.st_mode:o}\0{st.st_size}\0{st.st_mtime_ns}".encode()
-        )
-    return digest.hexdigest()
-
-
 def render_dockerfile(
     base: str,
     *,
@@ -310,7 +284,7 @@ def _stream_build(stream: Iterable[dict[str, Any]], log: Log) -> str | None:
 
 def _context(files: dict[str, bytes], trees: dict[str, Path] | None = None) -> BinaryIO:
     """The build context as a tar: ``files`` (name: content) and ``trees`` (name: a folder on the
-    client, its :func:`_prepared_parts`, links kept as links). With trees it is written to an
+    client, its :func:`prepared_parts`, links kept as links). With trees it is written to an
     unnamed temporary file, streamed to the engine from disk (a prepared code-server is ~840 MB);
     the caller closes it, which deletes it."""
     # returned open: the caller closes it (with ... as), which deletes the file
@@ -324,7 +298,7 @@ def _context(files: dict[str, bytes], trees: dict[str, Path] | None = None) -> B
                 tar.addfile(info, io.BytesIO(data))
             for name, root in (trees or {}).items():
                 tar.add(root, arcname=name, recursive=False, filter=_owned_by_root)
-                for path in _prepared_parts(root):
+                for path in prepared_parts(root):
                     arcname = f"{name}/{path.relative_to(root).as_posix()}"
                     tar.add(path, arcname=arcname, recursive=False, filter=_owned_by_root)
         fh.seek(0)

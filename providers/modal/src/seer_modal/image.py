@@ -5,6 +5,8 @@ start; the layers go from what changes least to what changes most, so a change r
 
 1. the base: Modal's ``debian_slim`` with the client's Python minor version, a registry image
    (``provider_options.image``), or the image a repository's ``dockerfile`` builds;
+   with ``debug=True``, code-server in :data:`TOOLS_DIR` right after it (:func:`code_server_layers`),
+   so every debug config on one base shares it;
 2. ``apt_install`` of ``system_packages`` (and git, when remote repos are cloned in the sandbox);
 3. a virtual environment, :data:`VENV`, first on ``PATH`` (the base's Python beneath it);
 4. ``uv_pip_install`` of ``python_packages`` with what seer's runtime needs; for a sandbox
@@ -30,9 +32,11 @@ import json
 import os
 import shlex
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seer.errors import SandboxError
+from seer.providers import code_server as installer
 from seer.providers.wheel import RuntimeWheel, runtime_requirements, runtime_wheel
 from seer.state import read_json, seer_home, write_json
 
@@ -42,13 +46,17 @@ if TYPE_CHECKING:
 
     from seer_modal.options import ModalOptions
 
-__all__ = ["HF_MOUNT", "PYTHON", "VENV", "ImageCache", "sandbox_image"]
+__all__ = ["HF_MOUNT", "PYTHON", "TOOLS_DIR", "VENV", "ImageCache", "code_server_layers", "sandbox_image"]
 
 #: The sandbox's Python environment.
 VENV = "/opt/seer/venv"
 PYTHON = f"{VENV}/bin/python"
 #: Where the model-cache volume is mounted: the Hugging Face hub cache.
 HF_MOUNT = "/opt/seer/hf-hub"
+#: Where the image's code-server layer puts it (``Machine.tools_dir`` of a modal sandbox).
+TOOLS_DIR = "/opt/seer/tools"
+#: The code-server installer's name in its layer's context (:mod:`seer.providers.code_server`).
+_INSTALLER = "seer-code-server-install.py"
 #: Where the uv of ``Image.uv_pip_install`` lives in the image (modal 1.6).
 _UV = "/.uv/uv"
 
@@ -86,6 +94,41 @@ def _base(spec: MachineSpec, options: ModalOptions) -> Any:
     return modal.Image.debian_slim(python_version=options.python_version)
 
 
+def code_server_layers(image: Any, prepared: str | None) -> Any:
+    """``image`` with code-server (``debug=True``) in :data:`TOOLS_DIR`, as Modal builds and caches
+    layers: copied from an install prepared on the client (``provider_options.code_server_from``,
+    ``Image.add_local_dir(copy=True)``: its files are uploaded once, Modal keeps them by content),
+    whose Node is run once to check it suits the base; or else built in the image by the installer,
+    with the compilers its native modules need (minutes, once per base)."""
+    where = installer.layout(TOOLS_DIR)
+    if prepared is not None:
+        root = installer.layout(prepared)["root"]
+        copied = image.add_local_dir(root, where["root"], copy=True, ignore=_not_shipped)
+        return copied.dockerfile_commands(
+            [
+                f"RUN {where['node']} --version >/dev/null || {{ echo 'seer: the prepared code-server "
+                "install (provider_options.code_server_from) does not run on this base image: prepare "
+                "it for the platform of the image: its architecture, and a glibc no newer than its own' >&2; "
+                "exit 1; }",
+            ]
+        )
+    return image.apt_install(*installer.BUILD_PACKAGES).dockerfile_commands(
+        [
+            f"ADD /{_INSTALLER} /opt/seer/{_INSTALLER}",
+            # the installer fetches Node with pip: a throwaway venv has it where the base's python3 not
+            f"RUN python3 -m venv /tmp/seer-installer && /tmp/seer-installer/bin/python "
+            f"/opt/seer/{_INSTALLER} {TOOLS_DIR} && rm -rf /tmp/seer-installer",
+        ],
+        context_files={f"/{_INSTALLER}": installer.__file__},
+    )
+
+
+def _not_shipped(path: Path) -> bool:
+    """What of a prepared install stays on the client (``add_local_dir``'s ``ignore``, given paths
+    relative to the install)."""
+    return bool(path.parts) and path.parts[0] in installer.PREPARED_SKIP
+
+
 def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel | None = None) -> Any:
     """The ``modal.Image`` of a sandbox made from ``spec`` (a snapshot's image when it restores one)."""
     import modal
@@ -97,6 +140,8 @@ def sandbox_image(spec: MachineSpec, options: ModalOptions, wheel: RuntimeWheel 
         return modal.Image.from_id(str(image_id))
     wheel = wheel or runtime_wheel()
     image = _base(spec, options)
+    if spec.code_server:
+        image = code_server_layers(image, options.code_server_from)
     system = list(spec.system_packages)
     if any(not r.clone_url.startswith(("/", "file://")) for r in spec.repos):
         system.append("git")  # core clones remote repos inside the sandbox
@@ -180,7 +225,7 @@ def _python_packages(image: Any, spec: MachineSpec, options: ModalOptions) -> An
 
 
 #: Bump when the layers' shape changes, so ids remembered by an older seer are not reused.
-RECIPE = "1"
+RECIPE = "2"
 
 
 class ImageCache:
@@ -218,6 +263,10 @@ class ImageCache:
             options.workdir,
             wheel.sha256,
         ]
+        if spec.code_server:  # which code-server layer: the prepared install's files, or a build
+            prepared = options.code_server_from
+            built = hashlib.sha256(Path(installer.__file__).read_bytes()).hexdigest()
+            parts.append(installer.prepared_fingerprint(prepared) if prepared else built)
         return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
     def _read(self) -> dict[str, str]:

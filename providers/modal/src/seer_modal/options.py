@@ -86,6 +86,21 @@ class ModalOptions(BaseModel):
         "(Jupyter, one per served interface)",
     )
 
+    code_server_from: str | None = Field(
+        None,
+        description="a tools folder on the client holding a complete code-server install of the "
+        "version seer uses (as scripts/code-server makes it), built for the image's platform: "
+        "debug=True copies it into an image layer (its files uploaded once) instead of building "
+        "code-server in the image",
+    )
+
+    @field_validator("code_server_from")
+    @classmethod
+    def _check_code_server_from(cls, value: str | None) -> str | None:
+        from seer.providers import code_server
+
+        return None if value is None else code_server.prepared_install(value)
+
     @field_validator("app_name", "model_volume")
     @classmethod
     def _check_name(cls, value: str) -> str:

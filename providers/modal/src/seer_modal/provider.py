@@ -52,7 +52,7 @@ from seer.providers.wheel import runtime_wheel
 
 from seer_modal.credentials import credentials_problem
 from seer_modal.gpus import MAX_GPU_COUNT, MODAL_GPUS, modal_gpu
-from seer_modal.image import HF_MOUNT, PYTHON, ImageCache, sandbox_image
+from seer_modal.image import HF_MOUNT, PYTHON, TOOLS_DIR, ImageCache, sandbox_image
 from seer_modal.options import ModalOptions, default_app
 from seer_modal.tunnels import PICK, RELAY, STATE_DIR, pick_tunnel_ports, tunnel_url
 
@@ -265,6 +265,10 @@ class ModalMachine(ExecMachine):
     def model_cache_dir(self) -> str:
         return HF_MOUNT
 
+    def tools_dir(self) -> str:
+        # the image's code-server layer installed it here (seer_modal.image.code_server_layers)
+        return TOOLS_DIR
+
     def snapshot(self, description: str = "") -> Snapshot:
         import modal
 
@@ -349,6 +353,7 @@ class ModalProvider(Provider):
         installs_system_packages=True,
         hides_models=True,
         dockerfile_repos=True,
+        code_server=True,  # an image layer of its own (seer_modal.image.code_server_layers)
     )
     options_model = ModalOptions
 

@@ -52,6 +52,13 @@ class RunPodOptions(BaseModel):
     )
     python: str = Field("python3", description="the pod's Python (>= 3.11) environments are made from")
     startup_timeout: float = Field(900, gt=0, description="seconds to wait for the pod's SSH to answer")
+    code_server_from: str | None = Field(
+        None,
+        description="a tools folder on the client holding a complete code-server install of the "
+        "version seer uses (as scripts/code-server makes it), built for the pod's platform: "
+        "debug=True uploads it once into the pod's shared folder (on the volume) instead of "
+        "building code-server in the pod (which needs compilers in the image)",
+    )
 
     @field_validator("image")
     @classmethod
@@ -82,6 +89,18 @@ class RunPodOptions(BaseModel):
         if not value or any(c.isspace() for c in value) or value.startswith("-"):
             raise ValueError(f"{value!r} is not an interpreter name or path")
         return value
+
+    @field_validator("code_server_from")
+    @classmethod
+    def _check_code_server_from(cls, value: str | None) -> str | None:
+        from seer.providers import code_server
+
+        return None if value is None else code_server.prepared_install(value)
+
+    def tools_dir(self) -> str:
+        """Where code-server is installed for ``debug=True``: beside the shared caches (on the
+        volume when there is one), so the pods on a network volume install or upload it once."""
+        return posixpath.join(self.shared_dir(), "tools")
 
     def base_dir(self) -> str:
         """seer's folder in the pod, where sandboxes live: on the pod's own volume when it has

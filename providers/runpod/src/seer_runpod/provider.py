@@ -47,6 +47,7 @@ from seer_ssh.machine import SshMachine, agent, provision
 from seer_ssh.options import SshOptions
 
 from seer_runpod import api
+from seer_runpod.code_server import upload_prepared
 from seer_runpod.options import RunPodOptions
 
 __all__ = ["RunPodMachine", "RunPodProvider"]
@@ -162,6 +163,10 @@ class RunPodMachine(SshMachine):
     def gone(self) -> bool:
         return self._pod_state() not in (None, "RUNNING")
 
+    def tools_dir(self) -> str:
+        # beside the caches the pod's sandboxes share (RunPodOptions.tools_dir): on the volume
+        return str(self.record.get("tools") or posixpath.join(self.base, "tools"))
+
     def status(self) -> MachineStatus:
         if self.id in _TERMINATED:  # this process terminated its pods: no pod comes back
             return MachineStatus.TERMINATED
@@ -212,6 +217,7 @@ class RunPodProvider(Provider):
         volumes=True,  # a network volume holds the model cache across pods
         port_exposure="ssh-forward",
         hides_models=True,
+        code_server=True,  # in the pod's shared folder, installed or uploaded once (seer_runpod.code_server)
     )
     options_model = RunPodOptions
 
@@ -334,7 +340,9 @@ class RunPodProvider(Provider):
             links=_shared_links(options),  # made by the agent's begin: no call of their own
         )
         assert isinstance(machine, RunPodMachine)
-        machine.record.update(pod_id=pod_id, ssh=ssh.model_dump())
+        machine.record.update(pod_id=pod_id, ssh=ssh.model_dump(), tools=options.tools_dir())
+        if spec.code_server and options.code_server_from:
+            upload_prepared(conn, options.tools_dir(), options.code_server_from, spec.report)
         LEDGER.update(sandbox_id, **{k: v for k, v in machine.record.items() if k != "status"})
         return machine
 

@@ -129,7 +129,7 @@ class SandboxConfig(StrictModel):
         False,
         description=(
             "start a VS Code server, code-server (only on a provider with the code_server capability: "
-            "local, docker, ssh, slurm)"
+            "local, docker, ssh, slurm, runpod, modal)"
         ),
     )
     toolkit: bool = Field(

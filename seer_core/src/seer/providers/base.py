@@ -497,7 +497,8 @@ class Provider(ABC):
                     "debug",
                     f"provider {cls.name!r} cannot start a VS Code server (capability: code_server); "
                     "set debug to false and work through the sandbox's Jupyter server or shell, "
-                    "or use a provider that has it (local, docker, ssh, slurm)",
+                    "or use a provider that has it (every provider seer ships does: local, docker, ssh, "
+                    "slurm, runpod, modal)",
                 )
             )
         return problems

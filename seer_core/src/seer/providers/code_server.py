@@ -22,12 +22,15 @@ Standard library only: this runs before anything else is known to be in the sand
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 #: the code-server release installed (4.x needs Node 22+; this one Node 24)
 VERSION = "4.139.1"
@@ -57,6 +60,54 @@ def layout(tools_dir: str) -> dict[str, str]:
 def installed(tools_dir: str) -> bool:
     """Whether a complete install is under ``tools_dir``."""
     return os.path.exists(layout(tools_dir)["complete"])
+
+
+#: What building code-server's native modules needs (Debian names): an image recipe installs them.
+BUILD_PACKAGES = ("g++", "make", "python3", "pkg-config", "libkrb5-dev", "ca-certificates")
+#: What of a prepared install (one made on the client, copied into a machine) stays behind: the npm
+#: shim (it names the client's path) and npm's cache, used only while installing.
+PREPARED_SKIP = ("shim", ".npm-cache")
+
+
+def prepared_install(value: str) -> str:
+    """``value`` (a tools folder on the client: ``provider_options.code_server_from``) as an
+    absolute path, checked to hold a complete install of :data:`VERSION`; ValueError, saying
+    what is wrong and how to make one, otherwise."""
+    path = os.path.abspath(os.path.expanduser(value))
+    if not os.path.isdir(path):
+        raise ValueError(f"{value!r} is not a folder on this machine")
+    if not installed(path):
+        raise ValueError(
+            f"{path} holds no complete install of code-server {VERSION} "
+            f"(expected {layout(path)['complete']}; make one with scripts/code-server "
+            f"or python -m seer.providers.code_server {path})"
+        )
+    return path
+
+
+def prepared_parts(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """The files, links and folders of a prepared install (its ``root``) that are copied into a
+    machine, sorted: all but what only its install used (:data:`PREPARED_SKIP`)."""
+    top = Path(root)
+    for dirpath, dirnames, filenames in os.walk(top):
+        here = Path(dirpath)
+        rel = here.relative_to(top)
+        dirnames[:] = sorted(d for d in dirnames if (rel / d).as_posix() not in PREPARED_SKIP)
+        yield from (here / d for d in dirnames)
+        yield from (here / f for f in sorted(filenames))
+
+
+def prepared_fingerprint(tools_dir: str) -> str:
+    """What identifies a prepared install under ``tools_dir``: its version and every part's path,
+    type, mode, size and modification time (a stat per file, not a read of its ~840 MB). A
+    reinstall or any changed file gives another fingerprint, hence another image."""
+    root = Path(layout(tools_dir)["root"])
+    digest = hashlib.sha256(VERSION.encode())
+    for path in prepared_parts(root):
+        st = path.lstat()
+        rel = path.relative_to(root).as_posix()
+        digest.update(f"\0{rel}\0{st.st_mode:o}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return digest.hexdigest()
 
 
 def build_problem() -> str | None:
@@ -109,6 +160,14 @@ def install(tools_dir: str, python: str = sys.executable) -> bool:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.exists(where["complete"]):  # another sandbox installed it while we waited
             return False
+        # Checked here too, where the install runs: a machine whose image the client cannot see
+        # (a pod) says what it lacks before minutes of building, not in npm's tail.
+        problem = build_problem()
+        if problem:
+            raise SystemExit(
+                f"code-server install: {problem}; use an image that has them, or copy an install "
+                "prepared on the client (provider_options.code_server_from, where the provider has it)"
+            )
         root = where["root"]
         # What a dead install left (never a complete one) goes first.
         for part in ("node", "lib", "bin", "shim"):

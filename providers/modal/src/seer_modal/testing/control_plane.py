@@ -19,6 +19,7 @@ from modal_proto import api_grpc, api_pb2
 
 from seer_modal.testing.engine import LayerBuildError
 from seer_modal.testing.layers import LayerError, layer_key, render_layer
+from seer_modal.testing.mounts import MountCalls
 from seer_modal.testing.state import FakeApp, FakeImage, FakeSandbox, FakeState, FakeVolume, fake_jwt, new_id
 
 __all__ = ["ControlPlane", "blocking"]
@@ -48,7 +49,7 @@ def _environment(name: str) -> str:
     return name or "main"
 
 
-class ControlPlane(api_grpc.ModalClientBase):
+class ControlPlane(MountCalls, api_grpc.ModalClientBase):
     """Handlers of the control-plane calls the fake implements, on one :class:`FakeState`."""
 
     def __init__(self, state: FakeState):
@@ -173,7 +174,6 @@ class ControlPlane(api_grpc.ModalClientBase):
         unsupported = {
             "secrets (Image.*(secrets=..., env=...))": bool(image.secret_ids),
             "build functions (Image.run_function)": bool(image.HasField("build_function")),
-            "local files (Image.add_local_*)": bool(image.context_mount_id),
             "volumes in image builds": bool(image.volume_mounts),
         }
         for what, present in unsupported.items():
@@ -200,7 +200,12 @@ class ControlPlane(api_grpc.ModalClientBase):
             )
             return
         context = {f.filename: f.data for f in image.context_files}
-        key = layer_key(dockerfile, context, dict(image.build_args))
+        mount: list[tuple[str, str, int]] = []
+        if image.context_mount_id:  # Image.add_local_*(copy=True): the mount's files are the context
+            if image.context_mount_id not in state.store.mounts:
+                raise GRPCError(Status.NOT_FOUND, f"mount {image.context_mount_id} not found")
+            mount = state.store.mounts[image.context_mount_id]
+        key = layer_key(dockerfile, context, dict(image.build_args), mount)
         force = req.force_build or req.ignore_cache
         record = state.images.get(state.image_keys.get(key, ""))
         if record is None or record.error is not None or force:
@@ -212,7 +217,7 @@ class ControlPlane(api_grpc.ModalClientBase):
                 record.done.set()
             else:
                 asyncio.get_running_loop().create_task(
-                    self._build(record, dockerfile, context, dict(image.build_args))
+                    self._build(record, dockerfile, context, dict(image.build_args), mount)
                 )
         response = api_pb2.ImageGetOrCreateResponse(image_id=record.image_id)
         if record.done.is_set():
@@ -221,10 +226,18 @@ class ControlPlane(api_grpc.ModalClientBase):
         await stream.send_message(response)
 
     async def _build(
-        self, record: FakeImage, dockerfile: str, context: dict[str, bytes], args: dict[str, str]
+        self,
+        record: FakeImage,
+        dockerfile: str,
+        context: dict[str, bytes],
+        args: dict[str, str],
+        mount: list[tuple[str, str, int]],
     ) -> None:
+        files = [(name, self.state.store.path(sha), mode) for name, sha, mode in mount]
         try:
-            built = await blocking(self.state.engine.build_layer, record.key, dockerfile, context, args)
+            built = await blocking(
+                self.state.engine.build_layer, record.key, dockerfile, context, args, files
+            )
             if built is None:  # another fake on the engine built it while this one waited
                 found: str | None = await blocking(self.state.engine.find_layer, record.key)
                 record.docker_image = found or ""

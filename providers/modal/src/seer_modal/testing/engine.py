@@ -21,12 +21,13 @@ import fcntl
 import io
 import shlex
 import socket
+import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from seer.providers.kit import StreamFrames
 from seer.testing import docker_engine
@@ -60,6 +61,32 @@ exec timeout -k 2 "$t" "$@"
 INIT_PATH = f"{BIN_DIR}/seer-fake-init"
 #: The SDK's filesystem tool (see ``_fs_tools.py``), inside the container.
 FS_TOOLS_PATH = f"{BIN_DIR}/modal-sandbox-fs-tools"
+
+
+def _context(files: Mapping[str, tuple[bytes, int]], mount: Sequence[tuple[str, Path, int]]) -> IO[bytes]:
+    """A layer's build context as a tar: in memory, or with a mount's files (``COPY . /`` of
+    ``Image.add_local_dir``) in a temporary file (deleted when closed), the Dockerfile kept out of
+    what ``COPY`` copies."""
+    if not mount:
+        return io.BytesIO(docker_engine.tar_archive(files))
+    fh = tempfile.TemporaryFile(prefix="seer-modal-fake-context-")  # noqa: SIM115 - the caller closes it
+    try:
+        with tarfile.open(fileobj=fh, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            ignore = b"Dockerfile\n.dockerignore\n"
+            for name, (data, mode) in {**files, ".dockerignore": (ignore, 0o644)}.items():
+                info = tarfile.TarInfo(name.lstrip("/"))
+                info.size, info.mode = len(data), mode
+                tar.addfile(info, io.BytesIO(data))
+            for name, source, mode in mount:
+                info = tarfile.TarInfo(name.lstrip("/"))
+                info.size, info.mode = source.stat().st_size, mode & 0o7777 or 0o644
+                with open(source, "rb") as content:
+                    tar.addfile(info, content)
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
 
 
 class LayerBuildError(RuntimeError):
@@ -208,10 +235,17 @@ class DockerEngine:
             return None
 
     def build_layer(
-        self, key: str, dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]
+        self,
+        key: str,
+        dockerfile: str,
+        context_files: Mapping[str, bytes],
+        build_args: Mapping[str, str],
+        mount: Sequence[tuple[str, Path, int]] = (),
     ) -> tuple[str, list[str]] | None:
         """Build one layer; return its Docker image id and the build's log lines, or None when
         another fake on this engine built it meanwhile (:meth:`find_layer` has it now).
+        ``mount``: the files of its context mount (path in the context, where the content is,
+        mode), streamed to the engine from a temporary file.
 
         Builds of one layer wait for each other, across processes: the first builds it, the
         others find it."""
@@ -221,19 +255,30 @@ class DockerEngine:
             try:
                 if self.find_layer(key) is not None:
                     return None
-                return self._build(key, dockerfile, context_files, build_args)
+                return self._build(key, dockerfile, context_files, build_args, mount)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _build(
-        self, key: str, dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]
+        self,
+        key: str,
+        dockerfile: str,
+        context_files: Mapping[str, bytes],
+        build_args: Mapping[str, str],
+        mount: Sequence[tuple[str, Path, int]],
     ) -> tuple[str, list[str]]:
         files = {name: (data, 0o644) for name, data in context_files.items()}
         files["Dockerfile"] = (dockerfile.encode(), 0o644)
+        with _context(files, mount) as context:
+            return self._build_from(key, context, build_args)
+
+    def _build_from(
+        self, key: str, context: IO[bytes], build_args: Mapping[str, str]
+    ) -> tuple[str, list[str]]:
         tag = f"{LAYER_REPO}:{key[:24]}"
         log: list[str] = []
         stream = self.client.api.build(
-            fileobj=io.BytesIO(docker_engine.tar_archive(files)),
+            fileobj=context,
             custom_context=True,
             tag=tag,
             labels={**self.labels, "seer.modal-fake.layer": key},

@@ -30,6 +30,7 @@ from grpclib import GRPCError, Status
 
 from seer_modal.testing.control_plane import ControlPlane
 from seer_modal.testing.engine import DockerEngine, engine_problem
+from seer_modal.testing.mounts import BlobServer, ContentStore
 from seer_modal.testing.router import Router
 from seer_modal.testing.state import FakeState
 
@@ -202,6 +203,8 @@ class FakeModal:
             token_secret=self.token_secret,
             builder_version=BUILDER_VERSION,
         )
+        self._state.store = ContentStore()
+        self._state.blobs = BlobServer(self._state.store)
         ready = threading.Event()
         failure: list[BaseException] = []
         self._thread = threading.Thread(
@@ -265,6 +268,10 @@ class FakeModal:
             self._thread = None
         if self._state is not None:
             self._state.engine.cleanup()
+            if self._state.blobs is not None:
+                self._state.blobs.close()
+            if self._state.store is not None:
+                self._state.store.close()
 
     def __enter__(self) -> FakeModal:
         return self.start()

@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 __all__ = ["RECIPE", "VENV", "LayerError", "layer_key", "render_layer"]
 
@@ -105,8 +105,17 @@ def render_layer(commands: list[str], parents: Mapping[str, str], local_base: st
     return "\n".join(lines) + "\n"
 
 
-def layer_key(dockerfile: str, context_files: Mapping[str, bytes], build_args: Mapping[str, str]) -> str:
-    """A layer's content hash: the same definition on the same parents gives the same key."""
+def layer_key(
+    dockerfile: str,
+    context_files: Mapping[str, bytes],
+    build_args: Mapping[str, str],
+    mount: Sequence[tuple[str, str, int]] = (),
+) -> str:
+    """A layer's content hash: the same definition on the same parents gives the same key.
+    ``mount``: the files of its context mount (path, sha256, mode), where it has one."""
     files = sorted((name, hashlib.sha256(data).hexdigest()) for name, data in context_files.items())
-    payload = json.dumps([RECIPE, dockerfile, files, sorted(build_args.items())])
+    parts: list[object] = [RECIPE, dockerfile, files, sorted(build_args.items())]
+    if mount:
+        parts.append(sorted(mount))
+    payload = json.dumps(parts)
     return hashlib.sha256(payload.encode()).hexdigest()

@@ -174,6 +174,9 @@ class FakeState:
     sandboxes: dict[str, FakeSandbox] = field(default_factory=dict)
     #: task id -> sandbox id
     tasks: dict[str, str] = field(default_factory=dict)
+    #: file contents and mounts (``Image.add_local_dir``), and where blobs are uploaded to
+    store: Any = None
+    blobs: Any = None
     #: how many sandboxes one ``SandboxList`` page holds (the SDK pages until an empty one)
     list_page: int = 20
     _last_created: float = 0.0
