@@ -46,7 +46,7 @@ def _prepared(tools: Path, node: str = "#!/bin/sh\necho v24.0.0\n") -> Path:
     return root
 
 
-def _send(prepared: Path, target: Path) -> dict[str, Any]:
+def _send(prepared: Path, target: Path, sending: list[str] | None = None) -> dict[str, Any]:
     """Run the receiver for ``target`` and upload ``prepared``'s install to it, over pipes."""
     proc = subprocess.Popen(
         [sys.executable, *upload.receiver_args(str(target))],
@@ -61,10 +61,11 @@ def _send(prepared: Path, target: Path) -> dict[str, Any]:
         proc.wait(30)
         return errors.read().decode().strip()
 
+    said = sending if sending is not None else []
     try:
         return upload.upload(
             str(prepared), send=proc.stdin.write, close=proc.stdin.close, readline=proc.stdout.readline,
-            where="the test", why=why,
+            where="the test", why=why, sending=lambda: said.append("sending"),
         )  # fmt: skip
     finally:
         proc.wait(30)
@@ -75,7 +76,9 @@ def _send(prepared: Path, target: Path) -> dict[str, Any]:
 def test_an_install_is_copied_once_and_runs_where_it_lands(tmp_path: Path) -> None:
     _prepared(tmp_path / "client")
     target = tmp_path / "host"
-    first = _send(tmp_path / "client", target)
+    said: list[str] = []
+    first = _send(tmp_path / "client", target, said)
+    assert said == ["sending"]  # the progress line comes once the receiver asked for it
     assert first["need"] and first["done"] and first["node"] == "v24.0.0" and first["sent"] > 0
     where = installer.layout(str(target))
     assert installer.installed(str(target))
@@ -90,8 +93,8 @@ def test_an_install_is_copied_once_and_runs_where_it_lands(tmp_path: Path) -> No
         f"uploaded code-server {installer.VERSION}"
     )
     # a second upload sends nothing and changes nothing
-    second = _send(tmp_path / "client", target)
-    assert second == {"need": False, "sent": 0}
+    second = _send(tmp_path / "client", target, said)
+    assert second == {"need": False, "sent": 0} and said == ["sending"]
     assert Path(where["installs"]).read_text().splitlines() == log
 
 

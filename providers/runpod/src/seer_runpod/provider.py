@@ -342,7 +342,9 @@ class RunPodProvider(Provider):
         assert isinstance(machine, RunPodMachine)
         machine.record.update(pod_id=pod_id, ssh=ssh.model_dump(), tools=options.tools_dir())
         if spec.code_server and options.code_server_from:
-            upload_prepared(conn, options.tools_dir(), options.code_server_from, spec.report)
+            upload_prepared(
+                conn, options.tools_dir(), options.code_server_from, spec.report, python=ssh.python
+            )
         LEDGER.update(sandbox_id, **{k: v for k, v in machine.record.items() if k != "status"})
         return machine
 

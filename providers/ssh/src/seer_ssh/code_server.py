@@ -34,7 +34,7 @@ from seer.providers import code_server_upload as upload
 from seer_ssh.connection import Connection
 from seer_ssh.options import SshOptions
 
-__all__ = ["TOOLS", "copy_prepared", "problems", "tools_dir"]
+__all__ = ["TOOLS", "copy_install", "copy_prepared", "problems", "tools_dir"]
 
 #: The tools folder's name in seer's folder on the host (``<base>/tools``).
 TOOLS = "tools"
@@ -71,15 +71,30 @@ def copy_prepared(
     conn: Connection, options: SshOptions, base: str, report: Callable[[str], None]
 ) -> dict[str, Any]:
     """Copy ``options.code_server_from`` (an install prepared on the client) into the host's tools
-    folder where it is not complete yet (one channel of the connection; nothing is sent where it
-    is there). What the receiver answered (``need``: whether it was copied, ``sent``: bytes)."""
-    prepared = options.code_server_from
-    assert prepared is not None
-    tools = tools_dir(base)
+    folder where it is not complete yet: :func:`copy_install` with the host's Python."""
+    assert options.code_server_from is not None
+    return copy_install(
+        conn,
+        python=options.python,
+        tools=tools_dir(base),
+        prepared=options.code_server_from,
+        where=options.address,
+        report=report,
+    )
+
+
+def copy_install(
+    conn: Connection, *, python: str, tools: str, prepared: str, where: str, report: Callable[[str], None]
+) -> dict[str, Any]:
+    """Copy the install prepared in ``prepared`` (a tools folder on the client) into ``tools`` on
+    the machine ``conn`` reaches (``where`` names it in messages), over one channel of the
+    connection, to the receiver run with ``python`` there; nothing is sent where the install is
+    complete. What the receiver answered (``need``: whether it was copied, ``sent``: bytes).
+    seer-runpod copies into a pod's shared folder with it too."""
     chan = conn.open_session()
     try:
         chan.settimeout(1800.0)
-        chan.exec_command(shlex.join([options.python, *upload.receiver_args(tools)]))
+        chan.exec_command(shlex.join([python, *upload.receiver_args(tools)]))
         lines = chan.makefile("rb")
         errors = chan.makefile_stderr("rb")
 
@@ -90,26 +105,27 @@ def copy_prepared(
         def send(data: bytes) -> None:
             chan.sendall(data)
 
-        report(f"code-server: copying the install prepared in {prepared} to {options.address} (once)")
+        copying = f"code-server: copying the install prepared in {prepared} to {where} (once)"
         answer = upload.upload(
             prepared,
             send=send,
             close=chan.shutdown_write,
             readline=lines.readline,
-            where=f"{tools} on {options.address}",
+            where=f"{tools} on {where}",
             why=why,
+            sending=lambda: report(copying),
         )
         code = chan.recv_exit_status()
         if code != 0:
-            raise SandboxError(f"copying code-server to {tools} on {options.address} failed: {why()}")
+            raise SandboxError(f"copying code-server to {tools} on {where} failed: {why()}")
     except (OSError, EOFError) as exc:
         raise SandboxError(
-            f"copying code-server to {tools} on {options.address} failed: {type(exc).__name__}: {exc}"
+            f"copying code-server to {tools} on {where} failed: {type(exc).__name__}: {exc}"
         ) from None
     finally:
         chan.close()
     if answer.get("need"):
         report(f"code-server: copied to {tools} ({answer['sent'] / 1e6:.0f} MB sent, {answer.get('node')})")
     else:
-        report(f"code-server: {tools} on {options.address} has it: nothing copied")
+        report(f"code-server: {tools} on {where} has it: nothing copied")
     return answer

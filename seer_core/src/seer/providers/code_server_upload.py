@@ -26,7 +26,6 @@ layout.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import re
 import tarfile
@@ -197,28 +196,22 @@ def machine_problem(
 
 
 def prepared_problem(path: str) -> str | None:
-    """Why ``path`` (a tools folder on the client, ``~`` allowed) cannot be copied, or None."""
-    full = os.path.abspath(os.path.expanduser(path))
-    if not os.path.isdir(full):
-        return f"{path!r} is not a folder on this machine"
-    if not installer.installed(full):
-        return (
-            f"{full} holds no complete install of code-server {installer.VERSION} "
-            f"(expected {installer.layout(full)['complete']}; make one with scripts/code-server "
-            f"or python -m seer.providers.code_server {full})"
-        )
+    """Why ``path`` (a tools folder on the client, ``~`` allowed) cannot be copied, or None
+    (the installer's own check, :func:`seer.providers.code_server.prepared_install`)."""
+    try:
+        installer.prepared_install(path)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
 def prepared_parts(root: Path) -> Iterator[Path]:
-    """The folders, files and links of a prepared install that are copied, sorted: all but
-    :data:`SKIPPED`."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        top = here == root
-        dirnames[:] = sorted(d for d in dirnames if not (top and d in SKIPPED))
-        yield from (here / d for d in dirnames)
-        yield from (here / f for f in sorted(filenames) if not (top and f in SKIPPED))
+    """The folders, files and links of a prepared install that are copied, sorted: the
+    installer's :func:`~seer.providers.code_server.prepared_parts` without ``.complete``, which
+    the receiver writes itself, last."""
+    for path in installer.prepared_parts(root):
+        if path.relative_to(root).as_posix() not in SKIPPED:
+            yield path
 
 
 def prepared_platform(tools_dir: str) -> dict[str, str]:
@@ -299,16 +292,19 @@ def upload(
     readline: Callable[[], bytes],
     where: str,
     why: Callable[[], str] = lambda: "",
+    sending: Callable[[], Any] = lambda: None,
 ) -> dict[str, Any]:
     """Copy the install in ``tools_dir`` (on the client) to the :data:`RECEIVER` at the other end
     of ``send`` (its stdin; ``close`` ends it) and ``readline`` (its stdout), where it is missing.
     Returns the receiver's last answer (``need``: whether anything was sent; ``sent``: bytes).
     ``where`` names the machine in errors, ``why()`` says what the receiver printed on its error
-    stream (once it ended)."""
+    stream (once it ended); ``sending()`` is called once the receiver asked for the install,
+    before it is sent (a progress line)."""
     first = _answer(readline, where, why)
     if not first.get("need"):
         close()
         return {"need": False, "sent": 0}
+    sending()
     try:
         sent = write_install(tools_dir, send)
     except OSError as exc:  # the receiver stopped reading: it refused, saying why
