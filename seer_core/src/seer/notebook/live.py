@@ -450,28 +450,30 @@ class LiveNotebook:
             if self._ids is None or len(self._ids) != len(ycells):
                 self._ids = [str(y.get("id")) for y in ycells]
             ids = self._ids
-            mine = {str(c.get("id")) for c in cells}
-            for i in range(len(ids) - 1, -1, -1):
-                if ids[i] in self.known and ids[i] not in mine:
+            # (Set operations and comprehensions over every cell, a Python loop only over the
+            # cells to change: a cell of a long notebook costs what one of a short one does.)
+            order = [str(c.get("id")) for c in cells]
+            gone = (self.known & set(ids)).difference(order)
+            for i in range(len(ids) - 1, -1, -1) if gone else ():
+                if ids[i] in gone:
                     del ycells[i]
                     del ids[i]
             if changed is not None and ORDER_CHANGED in changed:  # this writer moved cells
                 reorder_ycells(self._pycrdt, ycells, ids, cells, changed, self._outputs)
             place = {cid: i for i, cid in enumerate(ids)}
-            previous = -1
-            for cell in cells:
-                cid = str(cell.get("id"))
+            todo = [k for k, cid in enumerate(order) if changed is None or cid in changed or cid not in place]
+            for k in todo:
+                cell, cid = cells[k], order[k]
+                self._stale.add(cid)  # read it again at the next pull
                 at = place.get(cid)
-                if at is None or changed is None or cid in changed:
-                    self._stale.add(cid)  # read it again at the next pull
-                if at is None:
-                    at = previous + 1
+                if at is None:  # new to the document: after the cell before it here
+                    before = next((place[o] for o in reversed(order[:k]) if o in place), -1)
+                    at = before + 1
                     ycells.insert(at, ycell(self._pycrdt, cell))
                     ids.insert(at, cid)
                     place = {c: i for i, c in enumerate(ids)}
                     if cell.get("cell_type") == "code":
                         self._outputs[cid] = json.dumps(cell.get("outputs") or [], sort_keys=True)
-                elif changed is None or cid in changed:
+                else:
                     update_ycell(self._pycrdt, ycells[at], cell, self._outputs)
-                self.known.add(cid)
-                previous = at
+            self.known.update(order)
