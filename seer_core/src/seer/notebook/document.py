@@ -8,7 +8,7 @@ import json
 import re
 import textwrap
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from seer.errors import (
     NotebookError,
@@ -92,11 +92,20 @@ class NotebookDocument:
     def touch(self, cell: dict[str, Any]) -> None:
         """``cell`` (this very dict) changed: serialise it again at the next render."""
         self.mark(cell)
-        for i, candidate in enumerate(self.cells):
-            if candidate is cell and i < len(self._text):
-                self._text[i] = None
-                return
+        i = self.index_of(cell)
+        if i is not None and i < len(self._text):
+            self._text[i] = None
+            return
         self.invalidate()
+
+    def index_of(self, cell: dict[str, Any]) -> int | None:
+        """Where ``cell`` (this very dict) is in :attr:`cells` (None: it is not); the last cells
+        are looked at first (the cell a session runs is usually the last)."""
+        cells = self.cells
+        for i in range(len(cells) - 1, -1, -1):
+            if cells[i] is cell:
+                return i
+        return None
 
     @staticmethod
     def _dump(obj: Any, indent: str) -> str:
@@ -105,10 +114,14 @@ class NotebookDocument:
 
     def render(self) -> str:
         """The notebook as ``.ipynb`` text, re-serialising only the cells that changed."""
-        for i, text in enumerate(self._text):
-            if text is None:
-                self._text[i] = "  " + self._dump(self.cells[i], "  ")
-        cells = ",\n".join(t for t in self._text if t is not None)
+        texts, i = self._text, -1
+        while True:  # the cells not serialised yet (list.index: no Python loop over every cell)
+            try:
+                i = texts.index(None, i + 1)
+            except ValueError:
+                break
+            texts[i] = "  " + self._dump(self.cells[i], "  ")
+        cells = ",\n".join(cast("list[str]", texts))  # every one serialised now
         return (
             '{\n "cells": [\n'
             + cells

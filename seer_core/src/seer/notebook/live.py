@@ -33,6 +33,7 @@ from typing import Any
 from seer.errors import NotebookError
 from seer.notebook.client import NOTEBOOK_PURPOSE, JupyterClient, quote_path
 from seer.notebook.document import ORDER_CHANGED
+from seer.notebook.saves import SaveScheduler
 from seer.notebook.ywire import (
     RAW,
     STEP2,
@@ -53,9 +54,6 @@ __all__ = ["LIVE_PURPOSE", "LiveNotebook", "live_supported"]
 LIVE_PURPOSE = "a notebook's live document (pycrdt, jupyter-ydoc)"
 #: Longest wait for the server to answer a sync round trip or a save.
 ROUND_TRIP_TIMEOUT = 30.0
-#: Least time between two saves this replica asks for (the server also saves on its own, shortly
-#: after each change): a session running many short cells does not keep the server busy saving.
-SAVE_PAUSE = 0.5
 #: How long after the server's answer to a save its "written" mark may take to arrive.
 SAVED_WAIT = 2.0
 #: How long a process, as it exits, waits for the saves its open live documents asked for.
@@ -171,13 +169,9 @@ class LiveNotebook:
         #: how many times the server marked the document written (its "dirty" flag cleared)
         self._written = 0
         self._state_subscription = self.notebook.ystate.observe(self._on_state)
+        self._saver = SaveScheduler(self.save)
         self._thread = threading.Thread(target=self._read, name="seer-live-notebook", daemon=True)
         self._thread.start()
-        #: why the last save of the sandbox's .ipynb failed (None: it did not)
-        self.save_error: str | None = None
-        self._save_wanted = False
-        self._save_running = False
-        self._saver: threading.Thread | None = None
         _track(self)
         try:
             self.round_trip(timeout)
@@ -260,6 +254,7 @@ class LiveNotebook:
         with self._lock:
             self.closed = reason
             self._changed.notify_all()
+        self._saver.stop()
 
     def _wait(self, done: Any, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
@@ -337,51 +332,21 @@ class LiveNotebook:
             return None
         return str(model.get("last_modified"))
 
-    def request_save(self) -> None:
-        """Have the server write the document to its ``.ipynb`` soon (a thread of this replica
-        asks it, one save at a time, requests coalesced); :attr:`save_error` says how the last one
-        went, :meth:`flush` waits for them."""
-        with self._lock:
-            self._save_wanted = True
-            if self._saver is None or not self._saver.is_alive():
-                self._saver = threading.Thread(target=self._save_loop, name="seer-live-save", daemon=True)
-                self._saver.start()
-            self._changed.notify_all()
+    @property
+    def save_error(self) -> str | None:
+        """Why the last save of the sandbox's ``.ipynb`` failed (None: it did not)."""
+        return self._saver.error
 
-    def _save_loop(self) -> None:
-        last = 0.0
-        while True:
-            with self._lock:
-                if self.closed is not None:
-                    self._save_running = False
-                    self._changed.notify_all()
-                    return
-                if not self._save_wanted:
-                    self._save_running = False
-                    self._changed.notify_all()
-                    self._changed.wait()
-                    continue
-                self._save_running = True
-                pause = last + SAVE_PAUSE - time.monotonic()
-                if pause > 0:
-                    self._changed.wait(pause)
-                    continue
-                self._save_wanted = False
-            try:
-                self.save()
-                error = None
-            except NotebookError as exc:
-                error = str(exc)
-            last = time.monotonic()
-            with self._lock:
-                self.save_error = error
-                self._changed.notify_all()
+    def request_save(self) -> None:
+        """Have the server write the document to its ``.ipynb`` soon: a thread of this replica
+        asks it once a stream of cells pauses (see :mod:`seer.notebook.saves`);
+        :attr:`save_error` says how the last save went, :meth:`flush` saves at once."""
+        self._saver.request()
 
     def flush(self, timeout: float = ROUND_TRIP_TIMEOUT) -> None:
-        """Wait for the saves asked for so far, and save once more: raises
+        """Save now (once a save under way has ended), holding every change sent so far: raises
         :class:`~seer.errors.NotebookError` when the server could not write the ``.ipynb``."""
-        self._wait(lambda: not (self._save_wanted or self._save_running), timeout, "the saves asked for")
-        self.save(timeout)
+        self._saver.flush(timeout)
 
     def wait_changed(self, since: int, timeout: float) -> bool:
         """Whether another writer changed the document after :attr:`version` was ``since``,
@@ -395,8 +360,7 @@ class LiveNotebook:
         what was saved is in the ``.ipynb``). ``wait_saves``: first wait up to that many seconds
         for the saves asked for (:meth:`request_save`) to be done."""
         if wait_saves > 0:
-            with contextlib.suppress(NotebookError):
-                self._wait(lambda: not (self._save_wanted or self._save_running), wait_saves, "the saves")
+            self._saver.wait(wait_saves)
         _open.discard(self)
         with self._lock:
             if self.closed is None:
@@ -413,9 +377,7 @@ class LiveNotebook:
         with contextlib.suppress(Exception):
             self._ws.abort()
         self._thread.join(timeout=5)
-        saver = self._saver
-        if saver is not None and saver is not threading.current_thread():
-            saver.join(timeout=5)  # its save fails at once now: the document is closed
+        self._saver.stop(join=5)  # a save under way fails at once now: the document is closed
         with contextlib.suppress(Exception):
             self._ws.shutdown()
 
@@ -488,28 +450,30 @@ class LiveNotebook:
             if self._ids is None or len(self._ids) != len(ycells):
                 self._ids = [str(y.get("id")) for y in ycells]
             ids = self._ids
-            mine = {str(c.get("id")) for c in cells}
-            for i in range(len(ids) - 1, -1, -1):
-                if ids[i] in self.known and ids[i] not in mine:
+            # (Set operations and comprehensions over every cell, a Python loop only over the
+            # cells to change: a cell of a long notebook costs what one of a short one does.)
+            order = [str(c.get("id")) for c in cells]
+            gone = (self.known & set(ids)).difference(order)
+            for i in range(len(ids) - 1, -1, -1) if gone else ():
+                if ids[i] in gone:
                     del ycells[i]
                     del ids[i]
             if changed is not None and ORDER_CHANGED in changed:  # this writer moved cells
                 reorder_ycells(self._pycrdt, ycells, ids, cells, changed, self._outputs)
             place = {cid: i for i, cid in enumerate(ids)}
-            previous = -1
-            for cell in cells:
-                cid = str(cell.get("id"))
+            todo = [k for k, cid in enumerate(order) if changed is None or cid in changed or cid not in place]
+            for k in todo:
+                cell, cid = cells[k], order[k]
+                self._stale.add(cid)  # read it again at the next pull
                 at = place.get(cid)
-                if at is None or changed is None or cid in changed:
-                    self._stale.add(cid)  # read it again at the next pull
-                if at is None:
-                    at = previous + 1
+                if at is None:  # new to the document: after the cell before it here
+                    before = next((place[o] for o in reversed(order[:k]) if o in place), -1)
+                    at = before + 1
                     ycells.insert(at, ycell(self._pycrdt, cell))
                     ids.insert(at, cid)
                     place = {c: i for i, c in enumerate(ids)}
                     if cell.get("cell_type") == "code":
                         self._outputs[cid] = json.dumps(cell.get("outputs") or [], sort_keys=True)
-                elif changed is None or cid in changed:
+                else:
                     update_ycell(self._pycrdt, ycells[at], cell, self._outputs)
-                self.known.add(cid)
-                previous = at
+            self.known.update(order)

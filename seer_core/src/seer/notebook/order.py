@@ -85,7 +85,7 @@ class ExecutionOrder(NotebookReplica):
         with self._doc_lock:
             self._pull()
             cells = self._nb.cells
-            at = next((i for i, c in enumerate(cells) if c is cell), None)
+            at = self._nb.index_of(cell)
             if at is None:
                 return
             # Other cells (markdown, a person's notes) between are passed only on the way to a
