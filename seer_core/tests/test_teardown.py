@@ -234,7 +234,8 @@ def test_a_notebook_caught_mid_save_is_kept_as_jupyter_last_saved_it(tmp_path: P
 
     assert (dest / "torn.ipynb").read_text() == _nb(["a", "b"])
     assert (dest / "empty.ipynb").read_text() == _nb(["x"])
-    assert sorted(p.name for p in dest.iterdir()) == ["empty.ipynb", "torn.ipynb"]
+    # (and the folder's lock, which every writer of a client copy takes: seer.outputs.COPIES_RECORD)
+    assert sorted(p.name for p in dest.iterdir()) == [".seer-copies", "empty.ipynb", "torn.ipynb"]
     assert not kept.beside
 
 
