@@ -12,7 +12,8 @@ one folder per sandbox, fixed when the sandbox starts and stored in its client r
 
 A copy never silently replaces a different file already there (a live mirror, or one you edited):
 an identical file is left alone, and so is a notebook whose cells the client copy already holds
-and extends (a live mirror written after the sandbox last saved); a notebook whose cells the
+and extends (a live mirror written after the sandbox last saved, or after it saved a cell while
+the cell ran: the client copy holds that cell with its output so far and more); a notebook whose cells the
 sandbox's copy only extends is brought up to date, and anything else is written beside it as
 ``<stem>.sandbox<suffix>`` (then ``.sandbox-2``, ...), and the summary says so.
 
@@ -177,6 +178,62 @@ def _supersedes(new: Path, old: Path) -> bool:
     return new_cells is not None and old_cells is not None and new_cells[: len(old_cells)] == old_cells
 
 
+#: The metadata key of a cell saved while it ran (``seer.notebook``'s running mark).
+_RUNNING = "seer_running"
+
+
+def _output_grew(early: Any, late: Any) -> bool:
+    """Whether output ``late`` is ``early`` or ``early`` grown (a stream that printed more)."""
+    if early == late:
+        return True
+    if not (isinstance(early, dict) and isinstance(late, dict)):
+        return False
+    if early.get("output_type") != "stream" or late.get("output_type") != "stream":
+        return False
+    text_early, text_late = early.get("text"), late.get("text")
+    return (
+        early.get("name") == late.get("name")
+        and isinstance(text_early, str)
+        and isinstance(text_late, str)
+        and text_late.startswith(text_early)
+    )
+
+
+def _cell_holds(late: Any, early: Any) -> bool:
+    """Whether cell ``late`` holds all of ``early``: the same cell, or ``early`` saved while it
+    ran (marked running) and ``late`` the same cell with those outputs and possibly more."""
+    if late == early:
+        return True
+    if not (isinstance(late, dict) and isinstance(early, dict)):
+        return False
+    if _RUNNING not in (early.get("metadata") or {}):
+        return False
+    if any(late.get(k) != early.get(k) for k in ("id", "cell_type", "source")):
+        return False
+    outs_early, outs_late = early.get("outputs") or [], late.get("outputs") or []
+    if not (isinstance(outs_early, list) and isinstance(outs_late, list)) or len(outs_late) < len(outs_early):
+        return False
+    return all(_output_grew(e, lt) for e, lt in zip(outs_early, outs_late, strict=False))
+
+
+def _holds_every_cell(new: Path, old: Path) -> bool:
+    """(Notebooks.) Whether ``new`` holds every cell of ``old``, in the same order, each as it is
+    there or grown since (``old`` saved mid-cell): ``old`` adds nothing ``new`` lacks."""
+    if new.suffix != ".ipynb":
+        return False
+    new_cells, old_cells = _notebook_cells(new), _notebook_cells(old)
+    if new_cells is None or old_cells is None:
+        return False
+    at = 0
+    for cell in old_cells:
+        while at < len(new_cells) and not _cell_holds(new_cells[at], cell):
+            at += 1
+        if at == len(new_cells):
+            return False
+        at += 1
+    return True
+
+
 def _same(new: Path, old: Path) -> bool:
     """Whether ``new`` and ``old`` hold the same: the same bytes, or (notebooks) the same cells
     laid out differently (the copy already there is then left as it is)."""
@@ -210,9 +267,12 @@ def _merge(src: Path, dest: Path, kept: Kept, written: dict[str, Any]) -> None:
         path = _whole(path)
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_file() and (_same(path, target) or _supersedes(target, path)):
+        if target.is_file() and (
+            _same(path, target) or _supersedes(target, path) or _holds_every_cell(target, path)
+        ):
             # the same, or a client copy already holding every cell of the sandbox's and more (a
-            # live mirror written after the sandbox's last save): nothing to add
+            # live mirror written after the sandbox's last save, or after it saved a cell still
+            # running): nothing to add
             kept.unchanged.append(target)
         elif not target.exists() or (target.is_file() and _supersedes(path, target)):
             _copy(path, target)
