@@ -136,3 +136,75 @@ def test_teardown_copy_waits_for_a_writer_holding_the_folder(tmp_path: Path) -> 
 
     assert (dest / "research.ipynb").read_text() == _nb(["a", "b", "c"])
     assert not list(dest.glob("*.sandbox*"))
+
+
+class FakeLive:
+    """A session's live document, as the writer sees it: one that receives ``pending`` (another
+    writer's update in transit) once the writer waits for it."""
+
+    def __init__(self, writer: Writer, pending: Writer | None) -> None:
+        self.writer, self.pending, self.waited = writer, pending, 0
+
+    def wait_state(self, covers: object, timeout: float) -> bool:
+        self.waited += 1
+        if self.pending is not None:
+            self.writer.receive(self.pending)
+        return bool(covers(self.writer.state()))  # type: ignore[operator]
+
+    def request_save(self) -> None:
+        pass
+
+    save_error = None
+
+
+class FakeSession:
+    """What :func:`seer.notebook.write_notebook` reads of a session, over a real replica."""
+
+    def __init__(self, path: Path, writer: Writer, pending: Writer | None = None) -> None:
+        self.local_path, self.replica = path, writer
+        self.live = FakeLive(writer, pending)
+
+    def save(self) -> None:
+        from seer.notebook import write_notebook
+
+        write_notebook(self, self.replica.text(), state=self.replica.state())  # type: ignore[arg-type]
+
+
+def test_a_writer_that_diverged_waits_for_the_copys_changes_and_writes_both(tmp_path: Path) -> None:
+    from seer.notebook import write_notebook
+
+    copy = tmp_path / "research.ipynb"
+    one, two = Writer(), Writer()
+    one.add("a = 1")
+    two.receive(one)
+    one.add("b = 2")  # in transit to two
+    two.add("c = 3")
+    write_client_copy(copy, one.text(), one.state())
+    session = FakeSession(copy, two, pending=one)
+
+    write_notebook(session, two.text(), state=two.state())  # type: ignore[arg-type]
+
+    assert session.live.waited == 1
+    assert sorted(json.loads(copy.read_text())["cells"], key=str) == sorted(
+        json.loads(_nb(["a = 1", "b = 2", "c = 3"]))["cells"], key=str
+    )
+    assert not list(tmp_path.glob("*.earlier*"))
+
+
+def test_a_copy_from_another_document_is_replaced_at_once_and_kept_beside(tmp_path: Path) -> None:
+    """The Jupyter server restarted and rebuilt the document from the file: no writer in common
+    with the copy's state, whose changes will never come. Written at once, the copy kept."""
+    from seer.notebook import write_notebook
+
+    copy = tmp_path / "research.ipynb"
+    before, after = Writer(), Writer()
+    before.add("lost = 1")
+    write_client_copy(copy, before.text(), before.state())
+    after.add("rebuilt = 1")
+    session = FakeSession(copy, after)
+
+    write_notebook(session, after.text(), state=after.state())  # type: ignore[arg-type]
+
+    assert session.live.waited == 0
+    assert copy.read_text() == _nb(["rebuilt = 1"])
+    assert (tmp_path / "research.earlier.ipynb").read_text() == _nb(["lost = 1"])

@@ -68,8 +68,12 @@ def _write_client_copy(session: NotebookSession, text: str, state: bytes | None)
         return
     live, depth = session.live, _CATCHING_UP.get()
     assert held is not None
+    # No writer in common: the copy was written from another document (one the Jupyter server
+    # rebuilt from the file after a restart), whose changes this replica will never receive.
+    same_document = state is not None and bool(set(held) & set(state_vector(state)))
     if (
         live is not None
+        and same_document
         and depth < _CATCH_UPS
         and live.wait_state(lambda now: state_covers(state_vector(now), held), CATCH_UP_WAIT)
     ):
