@@ -458,8 +458,9 @@ def keep_tree(root: Path, dest: Path) -> Kept:
     this disk, or a fetched copy of it) into the client folder ``dest``. Raises OSError if a
     file cannot be written."""
     kept = Kept(dest)
-    if not any((root / folder).is_dir() for folder in KEPT_DIRS):
-        return kept
+    sources = [root / folder for folder in KEPT_DIRS if (root / folder).is_dir()]
+    if not any(path.is_file() for src in sources for path in src.rglob("*")):
+        return kept  # nothing to keep: no client folder made
     # Under the folder's lock: a live writer's copy cannot land between a check and its copy.
     with _copies_lock(dest) as written:
         for folder, where in KEPT_DIRS.items():
