@@ -132,6 +132,9 @@ def test_a_writer_behind_never_overwrites_a_newer_client_copy(
     from seer.notebook import write_notebook
 
     session.exec("a = 1")
+    # attach reads the notebook from the sandbox's file: saved first, or its sync appends the
+    # kernel's "a = 1" again from history (a cell in the live document, not yet in the file)
+    session.flush()
     assert session.local_path is not None
     second = NotebookSession.attach(
         session.jupyter_url, session.session_id, sandbox=sandbox, outputs_dir=session.local_path.parent
