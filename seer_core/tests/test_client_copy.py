@@ -23,7 +23,7 @@ pytestmark = pytest.mark.unit
 
 
 def _nb(cells: list[str]) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells], "nbformat": 4})
+    return json.dumps({"cells": [{"cell_type": "code", "id": c, "source": c} for c in cells], "nbformat": 4})
 
 
 class Writer:
@@ -191,9 +191,9 @@ def test_a_writer_that_diverged_waits_for_the_copys_changes_and_writes_both(tmp_
     assert not list(tmp_path.glob("*.earlier*"))
 
 
-def test_a_copy_from_another_document_is_replaced_at_once_and_kept_beside(tmp_path: Path) -> None:
-    """The Jupyter server restarted and rebuilt the document from the file: no writer in common
-    with the copy's state, whose changes will never come. Written at once, the copy kept."""
+def test_a_copy_whose_changes_never_come_is_replaced_after_the_wait_and_kept_beside(tmp_path: Path) -> None:
+    """The copy holds a cell this writer's replica never receives (the Jupyter server rebuilt the
+    document from a file that lacked it): after the wait, written, the copy kept beside."""
     from seer.notebook import write_notebook
 
     copy = tmp_path / "research.ipynb"
@@ -205,6 +205,26 @@ def test_a_copy_from_another_document_is_replaced_at_once_and_kept_beside(tmp_pa
 
     write_notebook(session, after.text(), state=after.state())  # type: ignore[arg-type]
 
-    assert session.live.waited == 0
+    assert session.live.waited == 1
     assert copy.read_text() == _nb(["rebuilt = 1"])
     assert (tmp_path / "research.earlier.ipynb").read_text() == _nb(["lost = 1"])
+
+
+def test_a_copy_whose_every_cell_the_text_holds_is_replaced_at_once(tmp_path: Path) -> None:
+    """The document was rebuilt from the file (a restarted server): other writer ids, the same
+    cells and more. Nothing the copy has is missing: written at once, nothing kept beside."""
+    from seer.notebook import write_notebook
+
+    copy = tmp_path / "research.ipynb"
+    before, after = Writer(), Writer()
+    before.add("x = 1")
+    write_client_copy(copy, before.text(), before.state())
+    after.add("x = 1")
+    after.add("y = 2")
+    session = FakeSession(copy, after)
+
+    write_notebook(session, after.text(), state=after.state())  # type: ignore[arg-type]
+
+    assert session.live.waited == 0
+    assert copy.read_text() == _nb(["x = 1", "y = 2"])
+    assert not list(tmp_path.glob("*.earlier*"))

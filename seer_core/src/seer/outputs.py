@@ -410,7 +410,7 @@ class CopyWrite(enum.Enum):
 
 
 def write_client_copy(
-    path: Path, text: str, state: bytes | None = None, *, force: bool = False
+    path: Path, text: str, state: bytes | None = None, *, force: bool = False, keep_earlier: bool = True
 ) -> tuple[CopyWrite, dict[str, int] | None]:
     """Write ``text`` (a notebook rendered from a replica of its live document at ``state``, its
     encoded state vector; None: no live document) as the client copy ``path``, atomically and
@@ -420,7 +420,8 @@ def write_client_copy(
     Returns what it did and the state the copy was written at before. ``DIVERGED``: the copy
     holds updates ``state`` lacks and the text holds some it lacks; the caller can wait for its
     replica to catch up and render again, or pass ``force``: then the text is written, and the
-    copy it replaces is kept beside it (``<name>.earlier.ipynb``, ...)."""
+    copy it replaces is kept beside it (``<name>.earlier.ipynb``, ...) unless ``keep_earlier`` is
+    false (the caller found the text holds every cell of it)."""
     new = state_vector(state) if state is not None else None
     with _copies_lock(path.parent) as record:
         held = record.get(path.name)
@@ -430,7 +431,7 @@ def write_client_copy(
                 return CopyWrite.KEPT, held
             if not force:
                 return CopyWrite.DIVERGED, held
-            for n in range(1, 1000):
+            for n in range(1, 1000 if keep_earlier else 1):
                 earlier = path.with_name(f"{path.stem}.earlier{'' if n == 1 else f'-{n}'}{path.suffix}")
                 if not earlier.exists():
                     os.link(path, earlier)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,23 +58,38 @@ def rendered_at(state: bytes | None) -> Iterator[None]:
         _RENDERED_STATE.reset(token)
 
 
+def _cell_ids(text: str) -> set[str] | None:
+    try:
+        cells = json.loads(text).get("cells")
+        return {str(c.get("id")) for c in cells}
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
 def _write_client_copy(session: NotebookSession, text: str, state: bytes | None) -> None:
     """The client copy, never replaced by a text rendered from a replica behind it: one whose
-    replica only lacks updates is left out (the copy holds all it has); one that also holds
-    updates the copy lacks waits for its replica to catch up and saves again."""
+    replica only lacks updates is left out (the copy holds all it has). One that also holds
+    updates the copy lacks writes at once if it has every cell the copy has (what it lacks is
+    within those: outputs another writer will write again); otherwise it waits for its replica
+    to catch up and saves again, or, if the missing changes never come, writes and keeps the copy
+    beside it."""
     mirror = session.local_path
     assert mirror is not None
     done, held = write_client_copy(mirror, text, state)
     if done is not CopyWrite.DIVERGED:
         return
-    live, depth = session.live, _CATCHING_UP.get()
     assert held is not None
-    # No writer in common: the copy was written from another document (one the Jupyter server
-    # rebuilt from the file after a restart), whose changes this replica will never receive.
-    same_document = state is not None and bool(set(held) & set(state_vector(state)))
+    try:
+        had = _cell_ids(mirror.read_text())
+    except OSError:
+        had = None
+    has = _cell_ids(text)
+    if had is not None and has is not None and had <= has:
+        write_client_copy(mirror, text, state, force=True, keep_earlier=False)
+        return
+    live, depth = session.live, _CATCHING_UP.get()
     if (
         live is not None
-        and same_document
         and depth < _CATCH_UPS
         and live.wait_state(lambda now: state_covers(state_vector(now), held), CATCH_UP_WAIT)
     ):
@@ -83,7 +99,7 @@ def _write_client_copy(session: NotebookSession, text: str, state: bytes | None)
         finally:
             _CATCHING_UP.reset(token)
         return
-    log.warning("the client copy %s holds changes this writer has not received: kept beside it", mirror)
+    log.warning("the client copy %s holds cells this writer has not received: kept beside it", mirror)
     write_client_copy(mirror, text, state, force=True)
 
 
