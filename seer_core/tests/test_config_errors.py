@@ -671,3 +671,14 @@ def test_model_validate_gives_the_same_paths(workdir: Path) -> None:
     with pytest.raises(ConfigError) as info:
         SandboxConfig.model_validate_json('{"repos": [{"url": "org/r", "dockerfile": "../x"}]}')
     assert info.value.fields == ["repos[0].dockerfile"]
+
+
+def test_the_title_fits_every_problem_when_the_provider_is_unknown(workdir: Path) -> None:
+    with pytest.raises(ConfigError) as alone:
+        preflight(SandboxConfig(provider="nosuchprovider"))
+    assert alone.value.title == "Unknown provider"
+    with pytest.raises(ConfigError) as more:
+        preflight(SandboxConfig(provider="nosuchprovider", gpu="Z100", execution_mode="nosuchmode"))
+    assert set(more.value.fields) == {"provider", "gpu", "execution_mode"}
+    assert more.value.title == "Config not valid: unknown provider 'nosuchprovider', and 2 more problems"
+    assert str(more.value).startswith(more.value.title + ":\n")

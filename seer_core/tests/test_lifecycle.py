@@ -112,6 +112,83 @@ def test_dead_supervisor_is_reported_lost_and_cleaned_up() -> None:
         sb.terminate()
 
 
+def _supervisor(sandbox_id: str) -> int:
+    return int(json.loads((sandbox_dir(sandbox_id) / "meta.json").read_text())["supervisor"]["pid"])
+
+
+def _recorded_status(sandbox_id: str) -> str:
+    """The status in ``meta.json`` as it is: read without ``list()``, whose reaping would hide
+    a sandbox nobody tore down."""
+    return str(json.loads((sandbox_dir(sandbox_id) / "meta.json").read_text())["status"])
+
+
+def _notebook_sandbox(name: str) -> Sandbox:
+    """A sandbox whose Jupyter server runs a kernel that has run a cell (mirrored to the client)."""
+    pytest.importorskip("websocket")
+    from seer.execution import create_notebook_session
+
+    sb = Sandbox(SandboxConfig(timeout=300)).start()
+    session = create_notebook_session(sb, name=name)
+    assert session.exec("print(6 * 7)").ok
+    assert _wait_for(lambda: len(procs.marked_pids(sb.sandbox_id)) >= 2, timeout=SLOW)  # server, kernel
+    return sb
+
+
+def test_a_jupyter_server_sent_sigterm_exits_by_itself() -> None:
+    """Every provider's teardown stops the Jupyter server with SIGTERM first. It used to stop
+    serving and then wait forever for anyio's idle worker threads, living on until SIGKILL."""
+    sb = _notebook_sandbox("jupyter-term")
+    try:
+        server = int(json.loads((sandbox_dir(sb.sandbox_id) / "procs" / "jupyter.json").read_text())["pid"])
+        os.kill(server, signal.SIGTERM)
+        assert _wait_for(lambda: not procs.alive(server), timeout=SLOW), "the server outlived its SIGTERM"
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signalled_supervisor_tears_its_sandbox_down(sig: signal.Signals) -> None:
+    """The supervisor signalled by hand (or by a service manager) tears the sandbox down as
+    ``terminate()`` does: nothing of the sandbox is left, none of it needed the SIGKILL after the
+    grace, and the notebook is kept."""
+    sb = _notebook_sandbox("signalled")
+    try:
+        supervisor = _supervisor(sb.sandbox_id)
+        os.kill(supervisor, sig)
+        assert _wait_for(lambda: not procs.alive(supervisor), timeout=SLOW)
+        assert not procs.marked_pids(sb.sandbox_id)
+        assert _recorded_status(sb.sandbox_id) == MachineStatus.TERMINATED.value
+        log = (sandbox_dir(sb.sandbox_id) / "logs" / "supervisor.log").read_text()
+        assert "tearing down: terminated" in log
+        assert "killed, having not ended" not in log, log
+        kept = Path(json.loads((sandbox_dir(sb.sandbox_id) / "meta.json").read_text())["kept"])
+        assert "print(6 * 7)" in (kept / "signalled.ipynb").read_text()
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
+def test_a_sigkilled_supervisor_is_torn_down_by_its_watch_with_no_client_looking() -> None:
+    """SIGKILL leaves the supervisor no handler to run; its watch ends the sandbox's processes at
+    once, though no ``list()`` or ``attach()`` comes to reap it."""
+    sb = Sandbox(SandboxConfig(timeout=300, execution_mode=ExecutionMode.CLI)).start()
+    try:
+        sleeper = sb.machine.start_process("sleep 600", name="sleeper")
+        sb.exec("setsid sleep 600 > /dev/null 2>&1 < /dev/null &")
+        assert _wait_for(lambda: len(procs.marked_pids(sb.sandbox_id)) >= 2, timeout=5)
+        # Its watch is forked before it logs that it is supervising (a start can return sooner).
+        log = sandbox_dir(sb.sandbox_id) / "logs" / "supervisor.log"
+        assert _wait_for(lambda: "supervising" in log.read_text(), timeout=SLOW)
+        os.kill(_supervisor(sb.sandbox_id), signal.SIGKILL)
+        assert _wait_for(lambda: not procs.marked_pids(sb.sandbox_id), timeout=SLOW), (
+            f"processes left running: {procs.marked_pids(sb.sandbox_id)}"
+        )
+        assert not procs.alive(sleeper.pid)
+        assert _wait_for(lambda: _recorded_status(sb.sandbox_id) == MachineStatus.LOST.value, timeout=SLOW)
+        assert not Path(sb.workdir).exists()
+    finally:
+        LocalProvider().terminate(sb.sandbox_id)
+
+
 def test_sandbox_outlives_the_script_and_attaches_from_another_process() -> None:
     script = textwrap.dedent(
         """

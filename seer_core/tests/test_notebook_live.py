@@ -8,6 +8,7 @@ The Docker run of the three-writer test is in ``providers/docker/tests/test_dock
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +118,45 @@ def test_with_the_sandbox_copy_failing_the_client_copy_gets_every_cell(
     assert session.local_path is not None
     kept = [c["source"] for c in json.loads(session.local_path.read_text())["cells"]]
     assert kept == ["before = 1", *(f"after_{n} = {n}" for n in range(ran))]
+
+
+def test_a_writer_behind_never_overwrites_a_newer_client_copy(
+    sandbox: Sandbox, session: NotebookSession
+) -> None:
+    """Two sessions on one notebook keep one client copy. The second writes later than it renders
+    (as the MCP server's writer does, from a thread of its own); by the time its write comes, the
+    first has run another cell and written it. The late write must not take that cell out of the
+    client copy (it did until the next write)."""
+    import contextvars
+
+    from seer.notebook import write_notebook
+
+    session.exec("a = 1")
+    # attach reads the notebook from the sandbox's file: saved first, or its sync appends the
+    # kernel's "a = 1" again from history (a cell in the live document, not yet in the file)
+    session.flush()
+    assert session.local_path is not None
+    second = NotebookSession.attach(
+        session.jupyter_url, session.session_id, sandbox=sandbox, outputs_dir=session.local_path.parent
+    )
+    try:
+        assert second.local_path == session.local_path
+        late: list[tuple[contextvars.Context, str]] = []
+        second.writer = lambda s, text: late.append((contextvars.copy_context(), text))
+        second.save()  # rendered now: a = 1
+        assert late
+        session.exec("b = 2")  # the first writer's newer copy
+        sources = [c["source"] for c in json.loads(session.local_path.read_text())["cells"]]
+        assert sources == ["a = 1", "b = 2"]
+
+        context, text = late[-1]
+        second.writer = write_notebook
+        # the late write, from another thread, as the MCP server's writer does
+        writer = threading.Thread(target=context.run, args=(write_notebook, second, text))
+        writer.start()
+        writer.join(timeout=60)
+        assert not writer.is_alive()
+        sources = [c["source"] for c in json.loads(session.local_path.read_text())["cells"]]
+        assert sources == ["a = 1", "b = 2"], "a writer behind overwrote the newer client copy"
+    finally:
+        second.detach()

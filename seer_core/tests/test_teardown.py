@@ -234,7 +234,8 @@ def test_a_notebook_caught_mid_save_is_kept_as_jupyter_last_saved_it(tmp_path: P
 
     assert (dest / "torn.ipynb").read_text() == _nb(["a", "b"])
     assert (dest / "empty.ipynb").read_text() == _nb(["x"])
-    assert sorted(p.name for p in dest.iterdir()) == ["empty.ipynb", "torn.ipynb"]
+    # (and the folder's lock, which every writer of a client copy takes: seer.outputs.COPIES_RECORD)
+    assert sorted(p.name for p in dest.iterdir()) == [".seer-copies", "empty.ipynb", "torn.ipynb"]
     assert not kept.beside
 
 
@@ -354,3 +355,50 @@ def test_a_tree_is_copied_as_found_while_files_vanish(tmp_path: Path) -> None:
     assert (tmp_path / "copy0" / "sub" / "kept.txt").read_text() == "kept"
     with pytest.raises(FileNotFoundError):
         copy_tree_as_found(tmp_path / "missing", tmp_path / "copy")
+
+
+def _code(cid: str, source: str, text: str | None, *, running: bool = False) -> dict[str, object]:
+    return {
+        "cell_type": "code",
+        "id": cid,
+        "source": source,
+        "metadata": {"seer_running": True} if running else {},
+        "execution_count": None if running else 1,
+        "outputs": [] if text is None else [{"output_type": "stream", "name": "stdout", "text": text}],
+    }
+
+
+@pytest.mark.unit
+def test_a_sandbox_copy_saved_mid_cell_is_not_written_beside_a_client_copy_holding_it(tmp_path: Path) -> None:
+    """The sandbox saved a cell while it ran (marked running, part of its output); the client copy
+    has the cell finished, and later cells: the sandbox's copy adds nothing, so nothing is written
+    beside it (it was, as clutter). A running cell whose output the client copy lacks is still
+    written beside it."""
+    from seer.outputs import keep_tree
+
+    root, dest = tmp_path / "sandbox", tmp_path / "client"
+    (root / "notebooks").mkdir(parents=True)
+    dest.mkdir()
+    done = _code("a", "print(1)", "1\n")
+    mid = {
+        "cells": [done, _code("b", "loop()", "step 1\n", running=True)],
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    full = {
+        "cells": [done, _code("b", "loop()", "step 1\nstep 2\n"), _code("c", "x = 2", None)],
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (root / "notebooks" / "mid.ipynb").write_text(json.dumps(mid, indent=1))
+    (dest / "mid.ipynb").write_text(json.dumps(full))
+    other = {"cells": [done, _code("b", "loop()", "another run\n", running=True)], "nbformat": 4}
+    (root / "notebooks" / "other.ipynb").write_text(json.dumps(other))
+    (dest / "other.ipynb").write_text(json.dumps(full))
+
+    kept = keep_tree(root, dest)
+
+    assert json.loads((dest / "mid.ipynb").read_text()) == full
+    assert dest / "mid.ipynb" in kept.unchanged
+    assert [p.name for p in kept.beside] == ["other.sandbox.ipynb"]
+    assert not (dest / "mid.sandbox.ipynb").exists()

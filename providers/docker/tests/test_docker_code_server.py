@@ -276,3 +276,20 @@ class _Recorder(Progress):
 
     def note(self, text: str) -> None:
         self.lines.append(text)
+
+
+@pytest.mark.unit
+def test_code_server_from_without_debug_is_named_as_ignored(tmp_path: Path) -> None:
+    """It does nothing without debug=True: warned (naming the field), not refused, since one
+    provider_options block often serves runs with and without debug."""
+    import warnings
+
+    from seer_docker.provider import DockerProvider
+
+    _fake_install(tmp_path / "tools")
+    config = docker_config(debug=False, provider_options={"code_server_from": str(tmp_path / "tools")})
+    with pytest.warns(UserWarning, match=r"provider_options\.code_server_from is ignored.*debug=True"):
+        assert DockerProvider.check_config(config) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DockerProvider.check_config(docker_config(debug=False))  # not set: nothing said

@@ -12,9 +12,15 @@ one folder per sandbox, fixed when the sandbox starts and stored in its client r
 
 A copy never silently replaces a different file already there (a live mirror, or one you edited):
 an identical file is left alone, and so is a notebook whose cells the client copy already holds
-and extends (a live mirror written after the sandbox last saved); a notebook whose cells the
+and extends (a live mirror written after the sandbox last saved, or after it saved a cell while
+the cell ran: the client copy holds that cell with its output so far and more); a notebook whose cells the
 sandbox's copy only extends is brought up to date, and anything else is written beside it as
 ``<stem>.sandbox<suffix>`` (then ``.sandbox-2``, ...), and the summary says so.
+
+Every writer of a client copy (a session's live mirror after each cell, teardown's copy) takes the
+client folder's lock (``.seer-copies``, which also records the live document's state each copy was
+written at): a writer whose replica of the live document is behind the copy already there never
+replaces it (:func:`write_client_copy`), and teardown's check of a file and its copy are one step.
 
 The copy is core code over two machine primitives (``exec`` to see what is there, ``get_dir`` to
 fetch it), written once for every provider; the local provider also calls :func:`keep_tree` on its
@@ -23,13 +29,17 @@ own disk when a sandbox expires with no client.
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import filecmp
 import json
 import os
 import posixpath
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,12 +50,17 @@ if TYPE_CHECKING:
     from seer.providers.base import Machine
 
 __all__ = [
+    "COPIES_RECORD",
     "KEPT_DIRS",
+    "CopyWrite",
     "Kept",
     "client_outputs_dir",
     "copy_out",
     "keep_tree",
     "recorded_outputs_dir",
+    "state_covers",
+    "state_vector",
+    "write_client_copy",
 ]
 
 #: The local folder notebooks and outputs are copied to, per sandbox: ``./seer-outputs/<sandbox_id>/``
@@ -163,6 +178,62 @@ def _supersedes(new: Path, old: Path) -> bool:
     return new_cells is not None and old_cells is not None and new_cells[: len(old_cells)] == old_cells
 
 
+#: The metadata key of a cell saved while it ran (``seer.notebook``'s running mark).
+_RUNNING = "seer_running"
+
+
+def _output_grew(early: Any, late: Any) -> bool:
+    """Whether output ``late`` is ``early`` or ``early`` grown (a stream that printed more)."""
+    if early == late:
+        return True
+    if not (isinstance(early, dict) and isinstance(late, dict)):
+        return False
+    if early.get("output_type") != "stream" or late.get("output_type") != "stream":
+        return False
+    text_early, text_late = early.get("text"), late.get("text")
+    return (
+        early.get("name") == late.get("name")
+        and isinstance(text_early, str)
+        and isinstance(text_late, str)
+        and text_late.startswith(text_early)
+    )
+
+
+def _cell_holds(late: Any, early: Any) -> bool:
+    """Whether cell ``late`` holds all of ``early``: the same cell, or ``early`` saved while it
+    ran (marked running) and ``late`` the same cell with those outputs and possibly more."""
+    if late == early:
+        return True
+    if not (isinstance(late, dict) and isinstance(early, dict)):
+        return False
+    if _RUNNING not in (early.get("metadata") or {}):
+        return False
+    if any(late.get(k) != early.get(k) for k in ("id", "cell_type", "source")):
+        return False
+    outs_early, outs_late = early.get("outputs") or [], late.get("outputs") or []
+    if not (isinstance(outs_early, list) and isinstance(outs_late, list)) or len(outs_late) < len(outs_early):
+        return False
+    return all(_output_grew(e, lt) for e, lt in zip(outs_early, outs_late, strict=False))
+
+
+def _holds_every_cell(new: Path, old: Path) -> bool:
+    """(Notebooks.) Whether ``new`` holds every cell of ``old``, in the same order, each as it is
+    there or grown since (``old`` saved mid-cell): ``old`` adds nothing ``new`` lacks."""
+    if new.suffix != ".ipynb":
+        return False
+    new_cells, old_cells = _notebook_cells(new), _notebook_cells(old)
+    if new_cells is None or old_cells is None:
+        return False
+    at = 0
+    for cell in old_cells:
+        while at < len(new_cells) and not _cell_holds(new_cells[at], cell):
+            at += 1
+        if at == len(new_cells):
+            return False
+        at += 1
+    return True
+
+
 def _same(new: Path, old: Path) -> bool:
     """Whether ``new`` and ``old`` hold the same: the same bytes, or (notebooks) the same cells
     laid out differently (the copy already there is then left as it is)."""
@@ -184,8 +255,9 @@ def _beside(target: Path, source: Path) -> Path:
     raise OSError(f"too many copies beside {target}")
 
 
-def _merge(src: Path, dest: Path, kept: Kept) -> None:
-    """Copy the regular files under ``src`` into ``dest`` by the rules above."""
+def _merge(src: Path, dest: Path, kept: Kept, written: dict[str, Any]) -> None:
+    """Copy the regular files under ``src`` into ``dest`` by the rules above (under the client
+    folder's lock: ``written`` is its record, whose entry for a notebook copied here goes)."""
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
         if _SKIPPED & set(rel.parts) or path.name.startswith(_TEMPORARY):
@@ -195,13 +267,17 @@ def _merge(src: Path, dest: Path, kept: Kept) -> None:
         path = _whole(path)
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_file() and (_same(path, target) or _supersedes(target, path)):
+        if target.is_file() and (
+            _same(path, target) or _supersedes(target, path) or _holds_every_cell(target, path)
+        ):
             # the same, or a client copy already holding every cell of the sandbox's and more (a
-            # live mirror written after the sandbox's last save): nothing to add
+            # live mirror written after the sandbox's last save, or after it saved a cell still
+            # running): nothing to add
             kept.unchanged.append(target)
         elif not target.exists() or (target.is_file() and _supersedes(path, target)):
             _copy(path, target)
             kept.written.append(target)
+            written.pop(str(target.relative_to(kept.dest)), None)  # no live document's state now
         else:
             other = _beside(target, path)
             if not other.exists():
@@ -236,11 +312,146 @@ def _whole(path: Path) -> Path:
 
 
 def _copy(source: Path, target: Path) -> None:
-    """Copy a file (times kept); a notebook is made private to the user (0600), as the live
-    mirror and seer's records are, whatever its mode in the sandbox."""
-    shutil.copy2(source, target)
-    if target.suffix == ".ipynb":
-        target.chmod(0o600)
+    """Copy a file (times kept) through a temporary file renamed over ``target``, so a reader
+    never sees half of it; a notebook is made private to the user (0600), as the live mirror and
+    seer's records are, whatever its mode in the sandbox."""
+    tmp = _temporary(target)
+    try:
+        shutil.copy2(source, tmp)
+        if target.suffix == ".ipynb":
+            tmp.chmod(0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary(target: Path) -> Path:
+    """A name beside ``target`` for a file renamed over it once written: this writer's own."""
+    return target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+
+
+# --- the client folder's lock and the live document's states ----------------------------------
+
+#: In a client folder: the lock its writers take, holding the state of the live document each
+#: notebook there was last written from (``{"name.ipynb": {"<client id>": clock, ...}}``).
+COPIES_RECORD = ".seer-copies"
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise ValueError("a state vector cut short")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def state_vector(encoded: bytes) -> dict[str, int]:
+    """A live document's state vector as its replica encodes it (``pycrdt.Doc.get_state()``,
+    Yjs's encoding: a count, then each writer's client id and clock as variable-length integers)
+    as ``{client id: clock}``: which updates of each writer it holds."""
+    count, at = _varint(encoded, 0)
+    out: dict[str, int] = {}
+    for _ in range(count):
+        client, at = _varint(encoded, at)
+        clock, at = _varint(encoded, at)
+        out[str(client)] = clock
+    return out
+
+
+def state_covers(state: dict[str, int], other: dict[str, int]) -> bool:
+    """Whether a replica at ``state`` holds every update one at ``other`` holds."""
+    return all(state.get(client, 0) >= clock for client, clock in other.items())
+
+
+@contextlib.contextmanager
+def _copies_lock(folder: Path) -> Iterator[dict[str, Any]]:
+    """Hold ``folder``'s lock (:data:`COPIES_RECORD`, ``flock``: released if the holder dies);
+    yields its record, written back if changed."""
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / COPIES_RECORD, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        raw = b""
+        while chunk := os.read(fd, 65536):
+            raw += chunk
+        try:
+            record = json.loads(raw) if raw else {}
+        except ValueError:
+            record = {}
+        if not isinstance(record, dict):
+            record = {}
+        before = json.dumps(record, sort_keys=True)
+        yield record
+        after = json.dumps(record, sort_keys=True)
+        if after != before:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, after.encode(), 0)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+class CopyWrite(enum.Enum):
+    """What :func:`write_client_copy` did."""
+
+    #: the copy now holds the text
+    WRITTEN = "written"
+    #: the copy already holds everything the text's state does (and more): left as it is
+    KEPT = "kept"
+    #: the copy and the text each hold updates the other lacks: nothing written
+    DIVERGED = "diverged"
+
+
+def write_client_copy(
+    path: Path, text: str, state: bytes | None = None, *, force: bool = False, keep_earlier: bool = True
+) -> tuple[CopyWrite, dict[str, int] | None]:
+    """Write ``text`` (a notebook rendered from a replica of its live document at ``state``, its
+    encoded state vector; None: no live document) as the client copy ``path``, atomically and
+    under the folder's lock, never replacing a copy written from a newer state of the document
+    (a writer that is behind would otherwise take the newer cells out until its next write).
+
+    Returns what it did and the state the copy was written at before. ``DIVERGED``: the copy
+    holds updates ``state`` lacks and the text holds some it lacks; the caller can wait for its
+    replica to catch up and render again, or pass ``force``: then the text is written, and the
+    copy it replaces is kept beside it (``<name>.earlier.ipynb``, ...) unless ``keep_earlier`` is
+    false (the caller found the text holds every cell of it)."""
+    new = state_vector(state) if state is not None else None
+    with _copies_lock(path.parent) as record:
+        held = record.get(path.name)
+        held = held if isinstance(held, dict) and path.is_file() else None
+        if held is not None and new is not None and not state_covers(new, held):
+            if state_covers(held, new):
+                return CopyWrite.KEPT, held
+            if not force:
+                return CopyWrite.DIVERGED, held
+            for n in range(1, 1000 if keep_earlier else 1):
+                earlier = path.with_name(f"{path.stem}.earlier{'' if n == 1 else f'-{n}'}{path.suffix}")
+                if not earlier.exists():
+                    os.link(path, earlier)
+                    break
+        tmp = _temporary(path)
+        # 0600, as seer's records: the agent's work may hold what it found or printed
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        if new is None:
+            record.pop(path.name, None)
+        else:
+            record[path.name] = new
+        return CopyWrite.WRITTEN, held
 
 
 def keep_tree(root: Path, dest: Path) -> Kept:
@@ -248,9 +459,14 @@ def keep_tree(root: Path, dest: Path) -> Kept:
     this disk, or a fetched copy of it) into the client folder ``dest``. Raises OSError if a
     file cannot be written."""
     kept = Kept(dest)
-    for folder, where in KEPT_DIRS.items():
-        if (root / folder).is_dir():
-            _merge(root / folder, dest / where if where else dest, kept)
+    sources = [root / folder for folder in KEPT_DIRS if (root / folder).is_dir()]
+    if not any(path.is_file() for src in sources for path in src.rglob("*")):
+        return kept  # nothing to keep: no client folder made
+    # Under the folder's lock: a live writer's copy cannot land between a check and its copy.
+    with _copies_lock(dest) as written:
+        for folder, where in KEPT_DIRS.items():
+            if (root / folder).is_dir():
+                _merge(root / folder, dest / where if where else dest, kept, written)
     return kept
 
 

@@ -99,6 +99,18 @@ def _execution_mode(value: ExecutionMode | str) -> tuple[str, ConfigProblem | No
     return wanted, ConfigProblem("execution_mode", message)
 
 
+def _title(name: str, provider_cls: type[Provider] | None, problems: list[ConfigProblem]) -> str:
+    """The heading of a preflight's error: it fits every problem listed under it."""
+    if provider_cls is not None:
+        return f"Config not valid for provider {name!r}"
+    others = sum(p.field != "provider" for p in problems)
+    if not others:
+        return "Unknown provider"
+    return (
+        f"Config not valid: unknown provider {name!r}, and {others} more problem{'s' if others > 1 else ''}"
+    )
+
+
 def preflight(config: SandboxConfig, *, dotenv: str | os.PathLike[str] | None = ".env") -> Preflight:
     """Check ``config`` against the installed plugins, its provider and this machine.
 
@@ -144,8 +156,9 @@ def preflight(config: SandboxConfig, *, dotenv: str | os.PathLike[str] | None = 
             raise MissingSecretError(source.locate(exc.problems), title=exc.title) from None
         problems += exc.problems
     if problems:
-        title = "Unknown provider" if provider_cls is None else f"Config not valid for provider {name!r}"
-        raise ConfigError(source.locate(problems) if source else problems, title=title)
+        raise ConfigError(
+            source.locate(problems) if source else problems, title=_title(name, provider_cls, problems)
+        )
     assert provider_cls is not None
     return Preflight(
         config=config,

@@ -22,6 +22,7 @@ from seer.errors import (
 from seer.notebook import (
     CellResult,
     NotebookSession,
+    rendered_state,
     write_notebook,
 )
 
@@ -129,6 +130,7 @@ class NotebookWriter:
         #: why the last write failed (None once one succeeds)
         self.error: str | None = None
         self._text: str | None = None
+        self._state: bytes | None = None
         self._writing = False
         self._stopped = False
         self._urgent = 0
@@ -142,7 +144,9 @@ class NotebookWriter:
     def save(self, session: NotebookSession, text: str) -> None:
         """The session's writer: keep ``text`` (the rendered notebook) for the thread to write."""
         with self._cond:
-            self._text = text
+            # with the document's state it was rendered at: written later, it must not replace a
+            # client copy another writer wrote from a newer one
+            self._text, self._state = text, rendered_state()
             self._cond.notify_all()
 
     def _loop(self) -> None:
@@ -158,10 +162,10 @@ class NotebookWriter:
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
-                text, self._text = self._text, None
+                text, state, self._text = self._text, self._state, None
                 self._writing = True
             try:
-                write_notebook(self.session, text)
+                write_notebook(self.session, text, state=state)
                 self.error = None
             except Exception as exc:
                 self.error = redact(f"{type(exc).__name__}: {exc}")

@@ -25,6 +25,7 @@ from seer.notebook.session import (
     unique_notebook_path,
     write_notebook,
 )
+from seer.notebook.writer import rendered_state
 
 __all__ = [
     "NO_MODELS_TEXT",
@@ -37,6 +38,7 @@ __all__ = [
     "create_notebook_session",
     "notebook_cells",
     "open_notebook_session",
+    "rendered_state",
     "strip_ansi",
     "unique_notebook_path",
     "write_notebook",

@@ -37,6 +37,7 @@ WS_PING_INTERVAL_MS = 30000
 #: reply (a sync answer) is several small frames in a row, each of which would wait for the
 #: client's delayed ACK (40 ms).
 #: tornado's warning about jupyter_server's ping settings is filtered out (see ``_server_config``).
+#: Once the server has stopped (SIGTERM included), the process exits at once: see its last lines.
 SERVER_LAUNCHER = """\
 import logging, os, sys
 os.umask(0o077)  # its runtime files (jpserver-*.json, *-open.html) hold the token: user-only
@@ -80,7 +81,26 @@ class _PingWarning(logging.Filter):
         return not str(record.msg).startswith("The websocket_ping_timeout")
 logging.getLogger("tornado.general").addFilter(_PingWarning())
 from jupyter_server.serverapp import main
-sys.exit(main())
+_status = 1
+try:
+    main()
+    _status = 0
+except SystemExit as _exit:
+    if _exit.code is None or isinstance(_exit.code, int):
+        _status = _exit.code or 0
+    else:
+        print(_exit.code, file=sys.stderr)
+except BaseException:
+    import traceback
+    traceback.print_exc()
+finally:
+    # The server has stopped (kernels shut down, documents closed). anyio's worker threads, which
+    # end only with a root task that tornado's loop never has, would hold the interpreter's exit
+    # forever: a SIGTERMed server lived on until SIGKILL. Nothing is left for them to do.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_status)
 """
 
 _FREE_PORT = """\

@@ -28,6 +28,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from seer.errors import NotebookError
@@ -354,6 +355,18 @@ class LiveNotebook:
         with contextlib.suppress(NotebookError):
             self._wait(lambda: self.version > since, timeout, "a change")
         return self.version > since
+
+    def state(self) -> bytes:
+        """The replica's state vector (encoded): which updates of each writer it holds."""
+        with self._lock:
+            return bytes(self.doc.get_state())
+
+    def wait_state(self, covers: Callable[[bytes], bool], timeout: float) -> bool:
+        """Whether the replica's state comes to satisfy ``covers`` within ``timeout`` seconds
+        (every update from the server wakes the check)."""
+        with contextlib.suppress(NotebookError):
+            self._wait(lambda: covers(bytes(self.doc.get_state())), timeout, "the document's state")
+        return covers(self.state())
 
     def close(self, *, wait_saves: float = 0.0) -> None:
         """Close the websocket and stop this replica's threads (the server keeps the document;

@@ -16,6 +16,7 @@ from seer.notebook.client import (
 )
 from seer.notebook.handle import RUNNING_KEY, SessionHandle
 from seer.notebook.live import LiveNotebook, live_supported
+from seer.notebook.writer import rendered_at
 
 if TYPE_CHECKING:
     from seer.notebook.session import NotebookSession
@@ -153,9 +154,12 @@ class NotebookReplica(SessionHandle):
                     if RUNNING_KEY in (cell.get("metadata") or {}):
                         self._nb.mark(cell)
             self._push()
+            # taken before the pull, so that the text holds at least this state (never less)
+            state = self._doc.state() if self._doc is not None else None
             self._pull()
             text = self._nb.render()
-        self.writer(cast("NotebookSession", self), text)
+        with rendered_at(state):
+            self.writer(cast("NotebookSession", self), text)
 
     def _index(self, index: object, *, what: str = "cell index", insert: bool = False) -> int:
         """``index`` if it names a cell (with ``insert``: a place between cells, the end included);

@@ -112,9 +112,10 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 2.0) -> None:
+def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 2.0) -> list[int]:
     """TERM the sandbox's process groups and marked processes, then KILL what is left. Only the
-    groups of ``pgids`` that :func:`sandbox_groups` finds the sandbox's are signalled."""
+    groups of ``pgids`` that :func:`sandbox_groups` finds the sandbox's are signalled. Returns
+    the pids still running after the ``grace`` (killed, having not ended on SIGTERM)."""
     pgids = sandbox_groups(sandbox_id, pgids)
     for pgid in pgids:
         kill_group(pgid, signal.SIGTERM)
@@ -126,21 +127,23 @@ def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         if not marked_pids(sandbox_id) and not any(_group_alive(g) for g in pgids):
-            return
+            return []
         time.sleep(0.05)
+    stubborn = sorted(set(marked_pids(sandbox_id)) | {g for g in pgids if _group_alive(g)})
     for pgid in pgids:
         kill_group(pgid, signal.SIGKILL)
     # A process may fork while we look; a few rounds catch the stragglers.
     for _ in range(20):
         pids = marked_pids(sandbox_id)
         if not pids:
-            return
+            break
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.05)
+    return stubborn
 
 
 def _group_alive(pgid: int) -> bool:

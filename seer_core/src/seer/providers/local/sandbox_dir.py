@@ -147,20 +147,22 @@ class SandboxDir:
             status = MachineStatus(self.meta()["status"])
         return status
 
-    def teardown(self, status: MachineStatus) -> None:
+    def teardown(self, status: MachineStatus) -> list[int]:
         """Kill everything the sandbox runs, remove its working directory, record ``status``.
-        Safe to call from several processes at once, and more than once."""
+        Safe to call from several processes at once, and more than once. Returns the processes
+        that had to be SIGKILLed (they had not ended on SIGTERM)."""
         with self.lock:
             meta = self.meta()
             already = MachineStatus(meta["status"]) is not MachineStatus.RUNNING
-            procs.kill_sandbox_processes(self.id, self.pgids())
+            stubborn = procs.kill_sandbox_processes(self.id, self.pgids())
             if already:
-                return
+                return stubborn
             if self.keep_outputs():
                 shutil.rmtree(self.root, ignore_errors=True)
             shutil.rmtree(self.venv, ignore_errors=True)
             self.secrets_path.unlink(missing_ok=True)
             self.update(status=status.value, ended_at=time.time())
+            return stubborn
 
     def keep_outputs(self) -> bool:
         """Keep the sandbox's notebooks and outputs before its working directory is removed, so a

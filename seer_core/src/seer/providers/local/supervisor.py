@@ -8,12 +8,22 @@ way it also watches the starting client: if that dies before saying it finished,
 get the half-made sandbox, so it is torn down at once (``lost``) rather than left running to its
 timeout.
 
+SIGTERM and SIGINT end the sandbox the same way (``terminate()`` sends SIGTERM); SIGHUP is ignored,
+as by any process meant to outlive the terminal its client ran in. A supervisor that is killed
+outright (SIGKILL, the OOM killer) cannot tear anything down itself, and the sandbox's processes
+are not its children (the client starts them), so no parent-death signal reaches them: a *watch*
+process forked at start-up holds the read end of a pipe only the supervisor can write, and when
+that pipe reports end-of-file (the supervisor has exited, however it died) it tears the sandbox
+down if it is still running (``lost``, or ``expired`` past its deadline), rather than leaving its
+processes to the next ``seer ls``.
+
 It runs for every local sandbox, so it imports only :mod:`seer.providers.local.sandbox_dir` (no
 pydantic, no pluggy): its start-up is paid on every ``start()``.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -25,8 +35,42 @@ from seer.providers.base import MachineStatus
 from seer.providers.local.sandbox_dir import SandboxDir
 
 
+def _report(stubborn: list[int]) -> None:
+    if stubborn:
+        print(f"killed, having not ended within the grace after SIGTERM: {stubborn}", flush=True)
+
+
+def _fork_watch(sandbox: SandboxDir) -> None:
+    """Fork the process that ends the sandbox if this one dies without doing so (see the module's
+    docstring). It sleeps in one ``read`` until this process exits, and takes no signal a group
+    or terminal may send: only the pipe ends it."""
+    sys.stdout.flush()  # nothing buffered is written twice
+    read_end, write_end = os.pipe()  # neither is inherited by anything this process runs
+    if os.fork() != 0:
+        os.close(read_end)
+        return  # the write end stays open, unwritten, until this process exits
+    try:
+        os.close(write_end)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        while os.read(read_end, 1):
+            pass
+        meta = sandbox.meta()
+        if meta.get("status") == MachineStatus.RUNNING.value:
+            expired = time.time() >= meta["expires_at"]
+            status = MachineStatus.EXPIRED if expired else MachineStatus.LOST
+            print(f"the supervisor died without tearing down: {status.value}", flush=True)
+            _report(sandbox.teardown(status))
+    except BaseException as exc:  # a forked child must never return into main()
+        if not isinstance(exc, SandboxNotFoundError):
+            print(f"the watch failed: {exc!r}", flush=True)
+    finally:
+        os._exit(0)
+
+
 def main(sandbox_dir: str) -> int:
     sandbox = SandboxDir(Path(sandbox_dir).name)
+    _fork_watch(sandbox)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -55,7 +99,7 @@ def main(sandbox_dir: str) -> int:
     if stop.is_set():
         status = MachineStatus.TERMINATED
     print(f"tearing down: {status.value}", flush=True)
-    sandbox.teardown(status)
+    _report(sandbox.teardown(status))
     return 0
 
 
