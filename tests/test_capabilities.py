@@ -2,8 +2,8 @@
 
 ``RepoConfig.dockerfile`` needs a provider that builds images (``dockerfile_repos``: docker);
 ``SandboxConfig.debug`` needs one that starts a VS Code server (``code_server``: local, docker,
-ssh, slurm, runpod and modal; the toy provider refuses it). Before, the local provider ignored a Dockerfile and
-``debug=True`` started nothing, silently.
+ssh, slurm, runpod and modal; the toy provider refuses it). Before, the local provider ignored a
+Dockerfile and ``debug=True`` started nothing, silently.
 The conformance suite checks the same of every provider that lacks either capability.
 """
 
@@ -81,3 +81,25 @@ def test_docker_honours_dockerfiles_and_debug() -> None:
 
 def test_capabilities_default_to_not_offered() -> None:
     assert not Capabilities().dockerfile_repos and not Capabilities().code_server
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh", "slurm", "runpod", "modal"])
+def test_code_server_from_without_debug_is_named_as_ignored(name: str, tmp_path: Path) -> None:
+    """Every provider taking ``code_server_from`` warns, naming the field, when debug is off (one
+    options block often serves runs with and without debug, so it is not refused)."""
+    import warnings
+
+    from seer import plugins
+    from seer.providers import code_server as installer
+
+    provider = plugins.providers()[name].cls
+    assert "code_server_from" in provider.options_model.model_fields  # type: ignore[attr-defined]
+    complete = Path(installer.layout(str(tmp_path))["complete"])
+    complete.parent.mkdir(parents=True)
+    complete.write_text(installer.VERSION)
+    options = {"code_server_from": str(tmp_path)}
+    with pytest.warns(UserWarning, match=r"provider_options\.code_server_from is ignored.*debug=True"):
+        provider.check_config(SandboxConfig(provider=name, provider_options=options))  # type: ignore[attr-defined]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        provider.check_config(SandboxConfig(provider=name))  # type: ignore[attr-defined]

@@ -40,7 +40,6 @@ import select
 import socket
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -347,20 +346,6 @@ class DockerProvider(Provider):
                     f"only one repo may give the image's Dockerfile; repos[{with_dockerfile[0]}] "
                     "already does",
                 )
-            )
-        # code_server_from without debug is inert, not wrong: warned, as ignored config fields
-        # are (seer.config.files). One provider_options block often serves runs with and without
-        # debug (CI's does).
-        if (
-            not config.debug
-            and not any(p.field.startswith("provider_options") for p in problems)
-            and DockerOptions.model_validate(config.provider_options).code_server_from is not None
-        ):
-            warnings.warn(
-                "provider_options.code_server_from is ignored: it is used only with debug=True "
-                "(set debug=True, or drop the option to silence this)",
-                UserWarning,
-                stacklevel=2,
             )
         gpu_problem = any(p.field.startswith("gpu") or p.field == "provider" for p in problems)
         if config.gpu is not None and not gpu_problem and _is_local_engine() and not detect_gpus():

@@ -462,6 +462,17 @@ class Provider(ABC):
                 ConfigProblem("timeout", f"provider {cls.name!r} allows at most {caps.max_lifetime} s")
             )
         problems += cls._capability_problems(config)
+        if not config.debug and config.provider_options.get("code_server_from") is not None:
+            # inert, not wrong: warned, as ignored config fields are (seer.config.files); one
+            # provider_options block often serves runs with and without debug (CI's does)
+            import warnings
+
+            warnings.warn(
+                "provider_options.code_server_from is ignored: it is used only with debug=True "
+                "(set debug=True, or drop the option to silence this)",
+                UserWarning,
+                stacklevel=2,
+            )
         if cls.options_model is not None:
             from pydantic import ValidationError
 
