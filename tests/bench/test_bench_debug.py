@@ -14,9 +14,9 @@ engine and base image ``scripts/docker-engine`` makes.
 
 The RunPod and Modal rows run on their fakes (the real SDK against the control plane on
 127.0.0.1, each machine a container), with the local tools folder's install as
-``code_server_from`` (they skip without one, as ssh and slurm do): on RunPod the warm-up uploads it once into the
-network volume's shared folder, on Modal the warm-up builds the image layer that holds it; every
-timed start then finds it there. The RunPod figure includes the pod's SSH port forward to
+``code_server_from`` (they skip without one, as ssh and slurm do): on RunPod the warm-up uploads
+it once into the network volume's shared folder, on Modal the warm-up builds the image layer that
+holds it; every timed start then finds it there. The RunPod figure includes the pod's SSH port forward to
 code-server, the Modal one a tunnel.
 """
 
