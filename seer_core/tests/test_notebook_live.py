@@ -132,9 +132,7 @@ def test_a_writer_behind_never_overwrites_a_newer_client_copy(
     from seer.notebook import write_notebook
 
     session.exec("a = 1")
-    # attach reads the notebook from the sandbox's file: saved first, or its sync appends the
-    # kernel's "a = 1" again from history (a cell in the live document, not yet in the file)
-    session.flush()
+    # (not flushed: attach reads the live document, which holds "a = 1" before the file does)
     assert session.local_path is not None
     second = NotebookSession.attach(
         session.jupyter_url, session.session_id, sandbox=sandbox, outputs_dir=session.local_path.parent
@@ -158,5 +156,56 @@ def test_a_writer_behind_never_overwrites_a_newer_client_copy(
         assert not writer.is_alive()
         sources = [c["source"] for c in json.loads(session.local_path.read_text())["cells"]]
         assert sources == ["a = 1", "b = 2"], "a writer behind overwrote the newer client copy"
+    finally:
+        second.detach()
+
+
+def test_attaching_while_a_writer_records_its_cell_keeps_the_cell_once(
+    sandbox: Sandbox, session: NotebookSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handle attaches (and syncs) after the kernel ran a writer's cell and before that writer's
+    cell reached the live document (a short cell goes in when it ends; another process's update
+    may still be on its way). The sync recovers the cell from the kernel's history; the writer's
+    own cell then arrives. The notebook must hold it once, with the writer's outputs (it held it
+    twice). The window is held open with a barrier before the writer records its cell."""
+    reached, release = threading.Event(), threading.Event()
+    record = session._record
+
+    def held_record(*args: object) -> None:
+        reached.set()
+        assert release.wait(60)
+        record(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(session, "_record", held_record)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            session.exec("a = 1\nprint('ran', a)")
+        except BaseException as exc:
+            errors.append(exc)
+
+    writer = threading.Thread(target=run)
+    writer.start()
+    try:
+        assert reached.wait(60), "the writer's cell did not finish in the kernel"
+        second = NotebookSession.attach(session.jupyter_url, session.session_id, sandbox=sandbox)
+    finally:
+        release.set()
+        writer.join(timeout=60)
+    try:
+        # the kernel ran it and no notebook had it yet: recovered from the kernel's history
+        assert [r.code for r in second.recovered] == ["a = 1\nprint('ran', a)"]
+        assert not writer.is_alive() and not errors, errors
+        expected = ["a = 1\nprint('ran', a)"]
+        assert [c["source"] for c in session.cells] == expected
+        session.flush()
+        saved = nbformat.reads(sandbox.read_file(session.notebook_path), as_version=4)
+        assert [c.source for c in saved.cells] == expected, "the cell is in the notebook twice"
+        assert "ran 1" in json.dumps(saved.cells[0].outputs), "the writer's outputs were not kept"
+        deadline = time.monotonic() + 30
+        while [c["source"] for c in second.cells] != expected and time.monotonic() < deadline:
+            second.wait_changed(timeout=1)
+        assert [c["source"] for c in second.cells] == expected
     finally:
         second.detach()

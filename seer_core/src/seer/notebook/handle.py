@@ -57,6 +57,13 @@ RUNNING_KEY = "seer_running"
 KERNEL_KEY = "seer_kernel"
 
 
+#: The cell-metadata key marking a cell :meth:`~seer.notebook.session.NotebookSession.sync`
+#: recovered from the kernel's history (no notebook held it when the handle looked). The writer
+#: that ran it may still be putting its own cell into the live document; when both are there (the
+#: same source, execution count and kernel), the recovered one goes: see ``NotebookReplica._pull``.
+RECOVERED_KEY = "seer_recovered"
+
+
 @dataclass
 class OrphanCell:
     """A cell an earlier client started in this kernel, as far as its messages have arrived."""
@@ -153,6 +160,8 @@ class SessionHandle:
         self._placed_at = 0
         #: cells (ids) run again in place here (``run_cell``): their count is not their place
         self._reran: set[str] = set()
+        #: whether the notebook held cells ``sync`` recovered when it was last looked through
+        self._recovered = False
         self._nb = NotebookDocument(
             metadata
             or {

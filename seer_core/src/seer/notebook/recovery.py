@@ -21,7 +21,7 @@ from seer.notebook.document import (
     new_cell_id,
     source_text,
 )
-from seer.notebook.handle import NO_MODELS_TEXT, RUNNING_KEY
+from seer.notebook.handle import KERNEL_KEY, NO_MODELS_TEXT, RECOVERED_KEY, RUNNING_KEY
 from seer.notebook.lifecycle import SessionLifecycle
 from seer.notebook.results import CellResult
 
@@ -39,6 +39,7 @@ def __seer_kernel_state():
     print(json.dumps({
         "model_info": globals().get("__seer_model_info__") or "",
         "sandbox_id": os.environ.get("SEER_SANDBOX_ID") or "",
+        "kernel_run": getattr(getattr(getattr(ip, "kernel", None), "session", None), "session", ""),
         "inputs": list(hist.input_hist_raw),
         "values": sorted(n for n in hist.output_hist if isinstance(n, int)),
     }))
@@ -81,8 +82,10 @@ class KernelRecovery(SessionLifecycle):
         channel: str | None = None,
     ) -> Self:
         """A handle on a session created elsewhere (by another process), from ``jupyter_url`` and
-        ``session_id``. Its notebook is read back and appended to; without ``sandbox`` it is written
-        through the Jupyter contents API.
+        ``session_id``. Its notebook is read back and appended to: the live document every writer
+        edits (cells not saved to the ``.ipynb`` yet included), or, where the server has none, the
+        sandbox's saved ``.ipynb``, which is then written through the Jupyter contents API unless
+        ``sandbox`` is given.
 
         Nothing the kernel ran is lost to the notebook: :meth:`sync` (run here when the kernel is
         idle) appends what the kernel ran that the notebook misses. ``channel`` is the kernel
@@ -95,12 +98,6 @@ class KernelRecovery(SessionLifecycle):
         model = client.call("GET", f"/api/sessions/{session_id}", expect=(200,))
         path = model["path"]
         name = posixpath.splitext(posixpath.basename(path))[0]
-        cells: list[dict[str, Any]] = []
-        metadata = None
-        status, nb = client.request("GET", f"/api/contents/{quote_path(path)}?type=notebook&content=1")
-        if status == 200 and isinstance(nb, dict) and isinstance(nb.get("content"), dict):
-            cells = list(nb["content"].get("cells", []))
-            metadata = nb["content"].get("metadata") or None
         session = cls(
             client,
             session_id=session_id,
@@ -109,16 +106,18 @@ class KernelRecovery(SessionLifecycle):
             name=name,
             sandbox=sandbox,
             mirror_path=Path(outputs_dir) / f"{name}.ipynb" if outputs_dir else None,
-            cells=cells,
-            metadata=metadata,
         )
         session._attached(channel)
         return session
 
     def _attached(self, channel: str | None) -> None:
-        """Join the live document and the kernel as :meth:`attach` does (``channel``: its key)."""
+        """Join the live document and the kernel as :meth:`attach` does (``channel``: its key).
+        The notebook is the live document's (every writer's cells, saved or not); only where the
+        server has none is it read from the sandbox's saved ``.ipynb``."""
         self._channel_key = channel
         self._connect_document(new=False)
+        if self._doc is None:
+            self._read_saved()
         self._connect()
         if self._orphans or self._kernel_busy():
             # A cell runs (one an earlier handle started, or another client's): asking the kernel
@@ -130,6 +129,16 @@ class KernelRecovery(SessionLifecycle):
             )
         else:
             self.sync()
+
+    def _read_saved(self) -> None:
+        """Hold the notebook as saved in the sandbox's ``.ipynb`` (a server with no live
+        document; a notebook not written yet stays empty)."""
+        status, nb = self._client.request(
+            "GET", f"/api/contents/{quote_path(self.notebook_path)}?type=notebook&content=1"
+        )
+        if status == 200 and isinstance(nb, dict) and isinstance(nb.get("content"), dict):
+            self._nb.replace(list(nb["content"].get("cells", [])))
+            self._nb.metadata.update(nb["content"].get("metadata") or {})
 
     def _kernel_busy(self) -> bool:
         """Whether the kernel runs a cell now (a moment's ``busy`` around a request does not count)."""
@@ -161,12 +170,27 @@ class KernelRecovery(SessionLifecycle):
             self.model_info_text = state.get("model_info") or NO_MODELS_TEXT
             self.sandbox_id = state.get("sandbox_id") or self.sandbox_id
             self.busy_at_attach = False
-            self._reconcile(list(state.get("inputs") or []), set(state.get("values") or []))
+            doc = self._doc
+            if doc is not None:
+                # What other writers put into the live document before the kernel answered is
+                # here before the history is matched against it.
+                doc.round_trip()
+                self._pull()
+            self._reconcile(
+                list(state.get("inputs") or []),
+                set(state.get("values") or []),
+                str(state.get("kernel_run") or "") or None,
+            )
             return self.recovered[before:]
 
-    def _reconcile(self, inputs: list[str], values: set[int]) -> None:
+    def _reconcile(self, inputs: list[str], values: set[int], kernel_run: str | None = None) -> None:
         """(Under the lock.) Match the kernel's history (``inputs[n]``: the source of In [n]) with
-        the notebook's code cells, in order; record what is missing after the last match."""
+        the notebook's code cells, in order; record what is missing after the last match.
+
+        A recovered cell is marked (:data:`RECOVERED_KEY`, and :data:`KERNEL_KEY`: ``kernel_run``,
+        the kernel process its count comes from): the writer that ran it may not have put its own
+        cell into the live document yet (it does as the cell ends); once it has, the recovered
+        twin goes (``NotebookReplica._pull``), so the cell is in the notebook once."""
         code_cells = [c for c in self._nb.cells if c.get("cell_type") == "code"]
         matched: dict[int, dict[str, Any]] = {}
         pos = 0
@@ -197,7 +221,7 @@ class KernelRecovery(SessionLifecycle):
                 "cell_type": "code",
                 "execution_count": n,
                 "id": new_cell_id(),
-                "metadata": {},
+                "metadata": {RECOVERED_KEY: True, **({KERNEL_KEY: kernel_run} if kernel_run else {})},
                 "outputs": [],
                 "source": str(inputs[n]),
             }

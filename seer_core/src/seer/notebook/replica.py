@@ -14,7 +14,8 @@ from seer.errors import (
 from seer.notebook.client import (
     quote_path,
 )
-from seer.notebook.handle import RUNNING_KEY, SessionHandle
+from seer.notebook.document import source_text
+from seer.notebook.handle import KERNEL_KEY, RECOVERED_KEY, RUNNING_KEY, SessionHandle
 from seer.notebook.live import LiveNotebook, live_supported
 from seer.notebook.writer import rendered_at
 
@@ -123,8 +124,11 @@ class NotebookReplica(SessionHandle):
             cells, _ = doc.pull()
             held = {str(c.get("id")): c for c in self._nb.cells}
             merged = []
+            fresh_recovered = False
             for cell in cells:
                 cid = str(cell.get("id"))
+                if cid in doc.pulled and RECOVERED_KEY in (cell.get("metadata") or {}):
+                    fresh_recovered = True
                 old = held.get(cid)
                 if old is None:
                     merged.append(json.loads(json.dumps(cell)) if cid not in doc.pulled else cell)
@@ -133,11 +137,43 @@ class NotebookReplica(SessionHandle):
                     old.clear()
                     old.update(cell)
                 merged.append(old)
+            # Only cells read again can make a new pair: the notebook is looked through when
+            # one is a recovered cell, or while recovered cells are in it.
+            twins = (
+                self._recovered_twins(merged)
+                if fresh_recovered or (self._recovered and doc.pulled)
+                else set()
+            )
+            if twins:
+                merged = [c for c in merged if str(c.get("id")) not in twins]
             unchanged = {str(c.get("id")) for c in merged} - doc.pulled
             if self._running_cell is not None:
                 unchanged.discard(str(self._running_cell.get("id")))
             self._nb.replace(merged, unchanged=unchanged)
             self._doc_seen = seen
+            if twins:  # out of the live document too (this replica has seen them)
+                self._nb.mark_order()
+                self._push()
+
+    def _recovered_twins(self, cells: list[dict[str, Any]]) -> set[str]:
+        """The ids of the cells ``sync`` recovered from the kernel's history (:data:`RECOVERED_KEY`)
+        whose run another writer's cell in ``cells`` records too: the same source, execution count
+        and kernel. That writer's cell came into the live document after the sync looked (a cell
+        goes in as it ends); it has the outputs, and the recovered cell goes."""
+        recovered: dict[tuple[Any, ...], str] = {}
+        runs: set[tuple[Any, ...]] = set()
+        for cell in cells:
+            count = cell.get("execution_count")
+            if cell.get("cell_type") != "code" or not isinstance(count, int):
+                continue
+            meta = cell.get("metadata") or {}
+            key = (meta.get(KERNEL_KEY), count, source_text(cell.get("source", "")).strip())
+            if RECOVERED_KEY in meta:
+                recovered.setdefault(key, str(cell.get("id")))
+            else:
+                runs.add(key)
+        self._recovered = bool(recovered)
+        return {cid for key, cid in recovered.items() if key in runs}
 
     def save(self, *, refresh: bool = False) -> None:
         """Render the notebook and hand it to the session's :attr:`writer`.
