@@ -157,23 +157,28 @@ class NotebookReplica(SessionHandle):
 
     def _recovered_twins(self, cells: list[dict[str, Any]]) -> set[str]:
         """The ids of the cells ``sync`` recovered from the kernel's history (:data:`RECOVERED_KEY`)
-        whose run another writer's cell in ``cells`` records too: the same source, execution count
-        and kernel. That writer's cell came into the live document after the sync looked (a cell
-        goes in as it ends); it has the outputs, and the recovered cell goes."""
+        whose run another cell in ``cells`` records too: the same source, execution count and
+        kernel. A writer's cell for it came into the live document after the sync looked (a cell
+        goes in as it ends); it has the outputs, and the recovered cell goes. Of recovered cells
+        alone (two handles synced at once), the first in the document stays: every replica
+        agrees which."""
         recovered: dict[tuple[Any, ...], str] = {}
         runs: set[tuple[Any, ...]] = set()
+        twins: set[str] = set()
         for cell in cells:
             count = cell.get("execution_count")
             if cell.get("cell_type") != "code" or not isinstance(count, int):
                 continue
             meta = cell.get("metadata") or {}
             key = (meta.get(KERNEL_KEY), count, source_text(cell.get("source", "")).strip())
-            if RECOVERED_KEY in meta:
-                recovered.setdefault(key, str(cell.get("id")))
-            else:
+            if RECOVERED_KEY not in meta:
                 runs.add(key)
+            elif key in recovered:
+                twins.add(str(cell.get("id")))
+            else:
+                recovered[key] = str(cell.get("id"))
         self._recovered = bool(recovered)
-        return {cid for key, cid in recovered.items() if key in runs}
+        return twins | {cid for key, cid in recovered.items() if key in runs}
 
     def save(self, *, refresh: bool = False) -> None:
         """Render the notebook and hand it to the session's :attr:`writer`.
