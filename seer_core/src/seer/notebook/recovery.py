@@ -3,6 +3,7 @@ MCP server), and ``sync``, which brings the notebook up to date with what its ke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -173,8 +174,11 @@ class KernelRecovery(SessionLifecycle):
             doc = self._doc
             if doc is not None:
                 # What other writers put into the live document before the kernel answered is
-                # here before the history is matched against it.
-                doc.round_trip()
+                # here before the history is matched against it. (Only narrows the window: a
+                # writer's cell arriving later replaces its recovered twin, see _pull; without an
+                # answer, the history is matched against the document as held here.)
+                with contextlib.suppress(NotebookError):
+                    doc.round_trip()
                 self._pull()
             self._reconcile(
                 list(state.get("inputs") or []),
