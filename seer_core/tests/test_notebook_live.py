@@ -160,3 +160,19 @@ def test_a_writer_behind_never_overwrites_a_newer_client_copy(
         assert sources == ["a = 1", "b = 2"], "a writer behind overwrote the newer client copy"
     finally:
         second.detach()
+
+
+def test_the_document_history_is_kept_in_memory_and_the_timeline_reads_it(
+    sandbox: Sandbox, session: NotebookSession
+) -> None:
+    """The server keeps a live document's updates with seer.runtime.ystore (no SQLite commit per
+    update on its event loop), and JupyterLab's document timeline still replays them."""
+    session.exec("y = 1")
+    session.exec("y + 1")
+    session.flush()
+    assert "kept in memory (seer.runtime.ystore)" in sandbox.process_log("jupyter", lines=100_000)
+    status, timeline = session.client.request(
+        "GET", f"/api/collaboration/timeline/{session.notebook_path}?format=json&type=notebook"
+    )
+    assert status == 200, timeline
+    assert isinstance(timeline, dict) and len(timeline["timestamps"]) >= 2, timeline
