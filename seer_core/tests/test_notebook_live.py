@@ -209,3 +209,19 @@ def test_attaching_while_a_writer_records_its_cell_keeps_the_cell_once(
         assert [c["source"] for c in second.cells] == expected
     finally:
         second.detach()
+
+
+def test_the_document_history_is_kept_in_memory_and_the_timeline_reads_it(
+    sandbox: Sandbox, session: NotebookSession
+) -> None:
+    """The server keeps a live document's updates with seer.runtime.ystore (no SQLite commit per
+    update on its event loop), and JupyterLab's document timeline still replays them."""
+    session.exec("y = 1")
+    session.exec("y + 1")
+    session.flush()
+    assert "kept in memory (seer.runtime.ystore)" in sandbox.process_log("jupyter", lines=100_000)
+    status, timeline = session.client.request(
+        "GET", f"/api/collaboration/timeline/{session.notebook_path}?format=json&type=notebook"
+    )
+    assert status == 200, timeline
+    assert isinstance(timeline, dict) and len(timeline["timestamps"]) >= 2, timeline

@@ -80,6 +80,14 @@ class _PingWarning(logging.Filter):
     def filter(self, record):
         return not str(record.msg).startswith("The websocket_ping_timeout")
 logging.getLogger("tornado.general").addFilter(_PingWarning())
+# The live documents' update history in memory, without jupyter-collaboration's SQLite store (a
+# query and a commit on the event loop for every update): seer.runtime.ystore, where installed.
+try:
+    import seer.runtime.ystore
+except ImportError:
+    pass
+else:
+    sys.argv.append("--YDocExtension.ystore_class=seer.runtime.ystore.MemoryYStore")
 from jupyter_server.serverapp import main
 _status = 1
 try:
@@ -467,7 +475,8 @@ def _server_config(*, root: str, port: int, token: str, state: str) -> dict[str,
         },
         # The documents' update history (JupyterLab's timeline) is kept in memory: written to a
         # database on disk, every update of every cell cost a commit on the server's event loop,
-        # which also carries the kernels' messages.
+        # which also carries the kernels' messages. (Where seer's runtime is installed beside the
+        # server, the launcher swaps SQLite for seer.runtime.ystore's plain list.)
         "SQLiteYStore": {"db_path": ":memory:"},
         # JupyterLab asks no index or feed anything (a sandbox may have no network).
         "LabApp": {

@@ -37,6 +37,21 @@ class ExecutionOrder(NotebookReplica):
         theirs = (other.get("metadata") or {}).get(KERNEL_KEY)
         return theirs is not None and self._kernel_run is not None and theirs != self._kernel_run
 
+    def _this_kernel(self, other: dict[str, Any], count: Any) -> bool:
+        """Whether ``count`` (``other``'s execution count) orders ``other`` against this kernel's
+        cells: this session saw the kernel start it, or its writer stamped it with this kernel
+        (see :data:`KERNEL_KEY`). A session reads the kernel's messages only while it runs a cell
+        (and when it flushes), so the counts of cells other writers started after its last one
+        are known to it only from the document: without them it could not place its cells
+        against those (an MCP server, which lets go of the kernel before its last placement,
+        never could), and the last cells of two writers could stay out of order (issue #22)."""
+        if not isinstance(count, int):
+            return False
+        if count in self._counts_seen:
+            return True
+        theirs = (other.get("metadata") or {}).get(KERNEL_KEY)
+        return self._kernel_run is not None and theirs == self._kernel_run
+
     def _ran_after(self, other: dict[str, Any], count: int) -> bool:
         """Whether code cell ``other`` runs (or ran) after the cell with execution count
         ``count`` in this kernel: it waits to start, or started later."""
@@ -44,12 +59,16 @@ class ExecutionOrder(NotebookReplica):
             return False
         request = (other.get("metadata") or {}).get(RUNNING_KEY)
         if request:
-            started = self._started.get(request, -1) if request in self._started else None
+            if request in self._started:
+                started = self._started[request]
+            else:  # its writer put its count in the document as the kernel started it
+                theirs = other.get("execution_count")
+                started = theirs if self._this_kernel(other, theirs) else None
             return started is None or started > count
         if str(other.get("id")) in self._reran:
             return False
         theirs = other.get("execution_count")
-        return isinstance(theirs, int) and theirs > count and theirs in self._counts_seen
+        return isinstance(theirs, int) and theirs > count and self._this_kernel(other, theirs)
 
     def _ran_before(self, other: dict[str, Any], count: int) -> bool:
         """Whether code cell ``other`` started before the cell with execution count ``count``
@@ -59,8 +78,10 @@ class ExecutionOrder(NotebookReplica):
         request = (other.get("metadata") or {}).get(RUNNING_KEY)
         if not request and str(other.get("id")) in self._reran:
             return False
-        theirs = self._started.get(request) if request else other.get("execution_count")
-        return isinstance(theirs, int) and theirs < count and theirs in self._counts_seen
+        theirs = self._started.get(request) if request else None
+        if theirs is None:
+            theirs = other.get("execution_count")
+        return isinstance(theirs, int) and theirs < count and self._this_kernel(other, theirs)
 
     def _place_recent(self, how_many: int) -> None:
         """(Live document.) Place this session's last cells again, if other writers changed the
