@@ -94,6 +94,19 @@ class Broken(AgentRunner):
         raise RuntimeError("the model endpoint said no (key sk-test-secret-123456)")
 
 
+class CtrlC(AgentRunner):
+    """Its client ends with an error because of the same Ctrl-C that reaches seer (a terminal
+    signals the whole foreground process group): SIGINT, then the client's failure at once."""
+
+    name = "ctrl-c"
+
+    async def run(self, setup, emit):
+        import os, signal
+        emit(AgentMessage("assistant", "working"))
+        os.kill(os.getpid(), signal.SIGINT)
+        raise RuntimeError("the agent client ended with error_during_execution")
+
+
 class Missing(AgentRunner):
     name = "missing"
 
@@ -108,7 +121,7 @@ class Missing(AgentRunner):
 
 @seer.hookimpl
 def seer_register_agent_runners(register):
-    for cls in (Echo, Forever, Sleeper, Burst, Broken, Missing):
+    for cls in (Echo, Forever, Sleeper, Burst, Broken, CtrlC, Missing):
         register(cls)
 '''
 
@@ -339,3 +352,18 @@ def test_what_the_runner_emitted_before_a_cancel_is_recorded(runners: Path) -> N
     ]
     (scratch,) = plugins.get_agent_runner("burst").seen  # type: ignore[attr-defined]
     assert not scratch.parent.exists(), "the run's scratch folder (skills, working directory) is removed"
+
+
+def test_ctrl_c_that_also_ends_the_agent_client_is_an_interruption(runners: Path) -> None:
+    """The client's failure caused by the same Ctrl-C is reported as Ctrl-C (KeyboardInterrupt:
+    `seer agent run` exits 130), not as the client failing (exit 1)."""
+    assert threading.current_thread() is threading.main_thread()
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        run_agent_sync("go", provider="ctrl-c", on_message=None)
+    assert signal.getsignal(signal.SIGINT) is before  # the handler is put back
+    # without a Ctrl-C, a client's failure is still a failure
+    with pytest.raises(AgentRunError):
+        run_agent_sync("go", provider="broken", on_message=None)

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -349,6 +350,28 @@ def run_agent(
     return AgentRun(runner, prepared, args, redactor)
 
 
+def _noting_sigint(flag: threading.Event) -> Callable[[], None]:
+    """Set ``flag`` on SIGINT, then do what the handler in place (asyncio's) does; returns what
+    puts that handler back. Only in the main thread, where signal handlers run."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):
+        return lambda: None
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        flag.set()
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, on_sigint)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, previous)
+
+    return restore
+
+
 def run_agent_sync(
     task: str | None = None, *, on_message: Callable[[AgentMessage], None] | None = print, **kwargs: Any
 ) -> AgentRun:
@@ -358,17 +381,29 @@ def run_agent_sync(
     and raises ``KeyboardInterrupt``. Works from inside a running event loop (a notebook) too,
     by running in a thread of its own."""
     run = run_agent(task, **kwargs)
+    interrupted = threading.Event()
 
     async def main() -> None:
-        async with contextlib.aclosing(run.__aiter__()) as messages:  # type: ignore[type-var]
-            async for message in messages:
-                if on_message is not None:
-                    on_message(message)
+        restore = _noting_sigint(interrupted)
+        try:
+            async with contextlib.aclosing(run.__aiter__()) as messages:  # type: ignore[type-var]
+                async for message in messages:
+                    if on_message is not None:
+                        on_message(message)
+        finally:
+            restore()
 
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        except Exception:
+            # Ctrl-C reaches the agent client's own process too (one process group): where it
+            # ended first and its runner failed, the run was still interrupted, not failed
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
+            raise
         return run
     failure: list[BaseException] = []
 
