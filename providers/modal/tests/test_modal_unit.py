@@ -267,3 +267,20 @@ def test_the_test_kit_without_docker_says_which_extra(monkeypatch: pytest.Monkey
     with pytest.raises(ImportError, match=r'pip install "seer-modal\[testing\]"'):
         docker_client()
     assert 'pip install "seer-modal[testing]"' in (engine_problem("any-image") or "")
+
+
+def test_objects_resolved_against_another_modal_server_are_not_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Apps and images this process resolved belong to the server they came from: once it talks
+    to another server (or workspace), they are dropped, not called through (a full benchmark run
+    met the SDK calling a stopped fake's address through an image resolved from it)."""
+    monkeypatch.setenv("MODAL_SERVER_URL", "http://127.0.0.1:1")
+    provider._same_server()
+    provider._keep_resolved("image", "im-1", mock.MagicMock(object_id="im-1"))
+    provider._apps["seer"] = object()
+    provider._same_server()  # the same server: kept
+    assert ("image", "im-1") in provider._resolved and "seer" in provider._apps
+    monkeypatch.setenv("MODAL_SERVER_URL", "http://127.0.0.1:2")
+    provider._same_server()
+    assert not provider._resolved and not provider._apps

@@ -74,9 +74,34 @@ _apps: dict[str, Any] = {}
 _handles: dict[str, Any] = {}
 
 
+#: The Modal server and workspace the caches above and ``_resolved`` below were filled from.
+_caches_for: tuple[str, str, str] | None = None
+
+
+def _server() -> tuple[str, str, str]:
+    """Which Modal server and workspace this process talks to now (what ImageCache keys by too)."""
+    return tuple(os.environ.get(k, "") for k in ("MODAL_SERVER_URL", "MODAL_TOKEN_ID", "MODAL_PROFILE"))  # type: ignore[return-value]
+
+
+def _same_server() -> None:
+    """Drop the apps, handles and resolved objects this process holds when it now talks to another
+    Modal server or workspace: they are hydrated against the old one (a call through one would go
+    to the old address, or name an object the new one does not have)."""
+    global _caches_for
+    now = _server()
+    if _caches_for == now:
+        return
+    with _apps_lock:
+        _apps.clear()
+    _forget_resolved()
+    _caches_for = now
+
+
 def _app(name: str, *, create: bool = True) -> modal.App | None:
     """The Modal app ``name``, looked up once per process (None: it does not exist)."""
     import modal
+
+    _same_server()
 
     with _apps_lock:
         if name not in _apps:
@@ -97,6 +122,7 @@ _resolved: dict[tuple[str, str], Any] = {}
 def _resolved_image(image_id: str) -> Any:
     import modal
 
+    _same_server()
     with _resolved_lock:
         return _resolved.get(("image", image_id)) or modal.Image.from_id(image_id)
 
@@ -104,6 +130,7 @@ def _resolved_image(image_id: str) -> Any:
 def _resolved_volume(name: str) -> Any:
     import modal
 
+    _same_server()
     with _resolved_lock:
         return _resolved.get(("volume", name)) or modal.Volume.from_name(name, create_if_missing=True)
 
