@@ -31,9 +31,9 @@ from _harness import BenchReport, compare
 from seer import Sandbox, SandboxConfig
 from test_bench_docker import BASE_IMAGE, client
 from test_bench_slurm import cluster
-from test_bench_ssh import host, host_options
+from test_bench_ssh import fake, host, host_options
 
-__all__ = ["client", "cluster", "host"]  # the other benchmarks' fixtures, used here too
+__all__ = ["client", "cluster", "fake", "host"]  # the other benchmarks' fixtures, used here too
 
 GROUP = "debug (code-server)"
 
@@ -140,21 +140,10 @@ def test_bench_slurm_start_with_debug(bench_report: BenchReport, cluster: Any) -
     _remote_row(bench_report, "slurm", cluster.options())
 
 
-@pytest.fixture(scope="module")
-def fake_runpod() -> Iterator[Any]:
-    pytest.importorskip("runpod")
-    from seer_runpod.testing import FakeRunPod
-
-    problem = FakeRunPod.problem()
-    if problem:
-        pytest.skip(f"no fake RunPod: {problem}")
-    with FakeRunPod() as started, started.activate():
-        yield started
-
-
-def test_bench_runpod_start_with_debug(bench_report: BenchReport, fake_runpod: Any) -> None:
+def test_bench_runpod_start_with_debug(bench_report: BenchReport, fake: Any) -> None:
+    """(``fake``: test_bench_ssh's fixture, the fake RunPod API.)"""
     prepared = prepared_or_skip()
-    volume = fake_runpod.add_network_volume("seer-bench-debug")
+    volume = fake.add_network_volume("seer-bench-debug")
 
     def config(debug: bool) -> SandboxConfig:
         options: dict[str, Any] = {"network_volume_id": volume}
