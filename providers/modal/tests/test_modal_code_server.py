@@ -21,47 +21,30 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
+from _code_server_kit import MARKER, RecordingProgress, prepared_or_skip, write_project
 from _modal_kit import modal_config
 from seer import Sandbox
 from seer.errors import ConfigError
-from seer.progress import Progress
 from seer.providers import code_server as installer
-from seer.providers.local.provider import local_tools_dir
 from seer_modal.image import TOOLS_DIR
 from seer_modal.testing import FakeModal
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_sandboxes")]
 
-MARKER = "SEER_DEBUG_MARKER = 28"
 #: Run the in-image build of code-server too (6-11 minutes; CI builds code-server once, locally).
 BUILD = os.environ.get("SEER_TEST_CODE_SERVER_BUILD") == "1"
-#: The local tools folder, where it holds a complete install (the image gets a copy of it).
-PREPARED = str(local_tools_dir())
 #: The calls that send a mount's files.
 UPLOADS = ("MountPutFile", "BlobCreate")
 
 
-class Recorder(Progress):
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
-
 @pytest.fixture(scope="module")
 def prepared() -> str:
-    if not installer.installed(PREPARED):
-        pytest.skip(f"no code-server install in {PREPARED} to copy (scripts/code-server makes it)")
-    return PREPARED
+    return prepared_or_skip()
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("debug") / "hello_debug.py"
-    path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
-    return path
+    return write_project(tmp_path_factory.mktemp("debug"))
 
 
 def _config(project: Path, **options: Any) -> Any:
@@ -101,7 +84,7 @@ def test_the_layer_is_the_prepared_install_and_a_second_start_uploads_and_builds
     assert probe.exit_code == 0, probe.output
     calls = fake_modal.call_counts()
     layers = fake_modal.layers_built
-    progress = Recorder()
+    progress = RecordingProgress()
     second = Sandbox(_config(project, code_server_from=prepared), progress=progress).start()
     try:
         assert second.machine.id != sandbox.machine.id

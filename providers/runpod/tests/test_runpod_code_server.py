@@ -21,41 +21,23 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
+from _code_server_kit import MARKER, RecordingProgress, prepared_or_skip, write_project
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError, SandboxError
-from seer.progress import Progress
 from seer.providers import code_server as installer
-from seer.providers.local.provider import local_tools_dir
 from seer_runpod.testing import FakeRunPod
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_pods")]
 
-MARKER = "SEER_DEBUG_MARKER = 28"
-#: The local tools folder, where it holds a complete install (the pods get a copy of it).
-PREPARED = str(local_tools_dir())
-
-
-class Recorder(Progress):
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
 
 @pytest.fixture(scope="module")
 def prepared() -> str:
-    if not installer.installed(PREPARED):
-        pytest.skip(f"no code-server install in {PREPARED} to copy (scripts/code-server makes it)")
-    return PREPARED
+    return prepared_or_skip()
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("debug") / "hello_debug.py"
-    path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
-    return path
+    return write_project(tmp_path_factory.mktemp("debug"))
 
 
 def _config(project: Path, volume: str | None, **options: Any) -> SandboxConfig:
@@ -79,7 +61,7 @@ def _installs(sandbox: Sandbox) -> list[str]:
 def first(
     fake_runpod: FakeRunPod, volume: str, project: Path, prepared: str
 ) -> Iterator[tuple[Sandbox, list[str]]]:
-    progress = Recorder()
+    progress = RecordingProgress()
     box = Sandbox(_config(project, volume, code_server_from=prepared), progress=progress).start()
     try:
         yield box, progress.lines
@@ -116,7 +98,7 @@ def test_a_second_pod_on_the_volume_uploads_and_installs_nothing(
     assert probe.exit_code == 0 and probe.stdout.split() == [
         ".", "..", ".complete", "bin", "installs.log", "lib", "node"
     ], probe.output  # fmt: skip
-    progress = Recorder()
+    progress = RecordingProgress()
     second = Sandbox(_config(project, volume, code_server_from=prepared), progress=progress).start()
     try:
         assert second.machine.id != sandbox.machine.id
