@@ -9,6 +9,7 @@ import asyncio
 import json
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,35 @@ class CtrlC(AgentRunner):
         raise RuntimeError("the agent client ended with error_during_execution")
 
 
+class CtrlCMidTurn(AgentRunner):
+    """Ctrl-C lands in the very step that hands a message over (the agent client lives in this
+    process and goes on answering): the run must still stop."""
+
+    name = "ctrl-c-mid-turn"
+
+    async def run(self, setup, emit):
+        import os, signal
+        emit(AgentMessage("assistant", "working"))
+        os.kill(os.getpid(), signal.SIGINT)
+        while True:
+            emit(AgentMessage("tool_result", "again", tool="spin"))
+            await asyncio.sleep(0.01)
+
+
+class SlowToClose(AgentRunner):
+    """Its client takes far too long to close when cancelled (a read that never ends)."""
+
+    name = "slow-to-close"
+
+    async def run(self, setup, emit):
+        emit(AgentMessage("assistant", "working"))
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            await asyncio.sleep(3600)
+            raise
+
+
 class Missing(AgentRunner):
     name = "missing"
 
@@ -121,7 +151,7 @@ class Missing(AgentRunner):
 
 @seer.hookimpl
 def seer_register_agent_runners(register):
-    for cls in (Echo, Forever, Sleeper, Burst, Broken, CtrlC, Missing):
+    for cls in (Echo, Forever, Sleeper, Burst, Broken, CtrlC, CtrlCMidTurn, SlowToClose, Missing):
         register(cls)
 '''
 
@@ -367,3 +397,40 @@ def test_ctrl_c_that_also_ends_the_agent_client_is_an_interruption(runners: Path
     # without a Ctrl-C, a client's failure is still a failure
     with pytest.raises(AgentRunError):
         run_agent_sync("go", provider="broken", on_message=None)
+
+
+def test_ctrl_c_while_a_message_is_handed_over_still_stops_the_run(runners: Path) -> None:
+    """Ctrl-C that cancels the run in the step where a message arrives is not lost (Python 3.11's
+    ``asyncio.wait_for`` returns the message and drops the cancel): the agent client in this
+    process would go on until the wall-clock limit."""
+    assert threading.current_thread() is threading.main_thread()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_agent_sync("go", provider="ctrl-c-mid-turn", on_message=None, timeout=30)
+    assert time.monotonic() - began < 15, "the run went on after Ctrl-C"
+    (path,) = (runners / "outputs" / "agent-runs").glob("*.jsonl")
+    last = _lines(path)[-1]
+    assert last["kind"] == "final" and last["stop_reason"] == "cancelled"
+
+
+def test_a_client_slow_to_close_does_not_hold_up_a_cancel(
+    runners: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness waits a bounded time (``CLOSE_GRACE``) for a cancelled client to end, then
+    ends the transcript; the client is cancelled again when the run's event loop closes."""
+    from seer.harness import run as run_module
+
+    monkeypatch.setattr(run_module, "CLOSE_GRACE", 1.0)
+    run = run_agent("think", provider="slow-to-close")
+
+    async def go() -> float:
+        async for message in run:
+            if message.kind == "assistant":
+                threading.Timer(0.05, run.cancel).start()
+        return time.monotonic()
+
+    began = time.monotonic()
+    ended = asyncio.run(go())
+    assert ended - began < 10, "the harness waited on the client's close"
+    last = _lines(run.transcript_path)[-1]
+    assert last["kind"] == "final" and last["stop_reason"] == "cancelled"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -40,6 +41,11 @@ class _Done:
 
 
 _CANCEL = object()
+
+#: Seconds a cancelled run waits for its runner (the agent client, its MCP servers) to end.
+CLOSE_GRACE = 10.0
+
+log = logging.getLogger(__name__)
 
 
 def choose_runner(provider: str | None) -> type[AgentRunner]:
@@ -195,8 +201,11 @@ class AgentRun:
                 if self._cancelled:
                     stop = ("cancelled", "Stopped: the run was cancelled.")
                     break
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the item and drops
+                # a cancel (Ctrl-C) that comes in the step where the item arrives
                 try:
-                    item = await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time()))
+                    async with asyncio.timeout_at(deadline):
+                        item = await queue.get()
                 except TimeoutError:
                     stop = ("timeout", f"Stopped: the wall-clock limit of {setup.timeout:g} s passed.")
                     break
@@ -212,10 +221,7 @@ class AgentRun:
                 if message.kind == "final" and self.final is not None:
                     continue
                 yield self._record(transcript, message)
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+            await _end(task)
             # What the runner emitted before it stopped is part of the record (a response past
             # max_turns is not: the run ended before it).
             for message in _queued(queue, setup.max_turns):
@@ -238,10 +244,7 @@ class AgentRun:
                     AgentMessage("final", said[-1] if said else "", stop_reason="answered", turn=turns),
                 )
         finally:
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+            await _end(task)
             if transcript is not None:
                 for message in _queued(queue, None):
                     if self.final is None or message.kind != "final":
@@ -270,6 +273,19 @@ class AgentRun:
         if message.kind == "final":
             self.final = message
         return message
+
+
+async def _end(task: asyncio.Task[None] | None) -> None:
+    """Cancel the runner's task and wait for it to end, at most ``CLOSE_GRACE`` seconds: a client
+    that takes longer to close does not hold up the transcript (the task is cancelled again when
+    the run's event loop closes, as ``asyncio.run`` does with every task left)."""
+    if task is None or task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait({task}, timeout=CLOSE_GRACE)
+    if not task.done():
+        log.warning("the agent client did not end within %g s of being cancelled", CLOSE_GRACE)
 
 
 def _queued(queue: asyncio.Queue[Any], max_turns: int | None) -> list[AgentMessage]:
@@ -350,9 +366,11 @@ def run_agent(
     return AgentRun(runner, prepared, args, redactor)
 
 
-def _noting_sigint(flag: threading.Event) -> Callable[[], None]:
-    """Set ``flag`` on SIGINT, then do what the handler in place (asyncio's) does; returns what
-    puts that handler back. Only in the main thread, where signal handlers run."""
+def _noting_sigint(flag: threading.Event, run: AgentRun) -> Callable[[], None]:
+    """Set ``flag`` and cancel ``run`` on SIGINT, then do what the handler in place (asyncio's:
+    cancel the main task) does; returns what puts that handler back. Only in the main thread,
+    where signal handlers run. The run's own cancel stops it even where the main task's cancel is
+    lost on its way (a library that swallows a CancelledError)."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     previous = signal.getsignal(signal.SIGINT)
@@ -361,6 +379,7 @@ def _noting_sigint(flag: threading.Event) -> Callable[[], None]:
 
     def on_sigint(signum: int, frame: Any) -> None:
         flag.set()
+        run.cancel()
         previous(signum, frame)
 
     signal.signal(signal.SIGINT, on_sigint)
@@ -384,7 +403,7 @@ def run_agent_sync(
     interrupted = threading.Event()
 
     async def main() -> None:
-        restore = _noting_sigint(interrupted)
+        restore = _noting_sigint(interrupted, run)
         try:
             async with contextlib.aclosing(run.__aiter__()) as messages:  # type: ignore[type-var]
                 async for message in messages:
@@ -404,6 +423,8 @@ def run_agent_sync(
             if interrupted.is_set():
                 raise KeyboardInterrupt from None
             raise
+        if interrupted.is_set():  # the run's cancel ended it: still a Ctrl-C
+            raise KeyboardInterrupt from None
         return run
     failure: list[BaseException] = []
 
