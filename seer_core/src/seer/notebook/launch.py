@@ -88,6 +88,7 @@ except ImportError:
     pass
 else:
     sys.argv.append("--YDocExtension.ystore_class=seer.runtime.ystore.MemoryYStore")
+    seer.runtime.ystore.save_rooms_on_stop()  # SIGTERM: the live rooms are saved first
 from jupyter_server.serverapp import main
 _status = 1
 try:
