@@ -83,3 +83,56 @@ def test_two_servers_attaching_at_once_and_the_next_after_they_exit(tmp_path: Pa
             s.kill()
             s.wait(timeout=30)
     assert channel_key(session_id, IDLE) == f"seer-mcp-{session_id}"
+
+
+def _claim_file(session_id: str) -> Path:
+    import hashlib
+
+    from seer_mcp.channels import claims_dir
+
+    return claims_dir() / hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+@pytest.mark.e2e
+def test_claim_files_are_not_left_behind(tmp_path: Path) -> None:
+    """A server that exits removes its claim file; one that was killed leaves it, and the sweep run
+    when a sandbox is terminated removes it, never one a live server holds."""
+    from seer_mcp.channels import sweep_claims
+
+    def server(session_id: str) -> subprocess.Popen[str]:
+        go = tmp_path / "go"
+        go.touch()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, session_id, str(go)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == f"seer-mcp-{session_id}"
+        return proc
+
+    exits, killed, lives = (str(uuid.uuid4()) for _ in range(3))
+    proc = server(exits)
+    proc.communicate("", timeout=30)  # stdin closed: it exits
+    assert proc.returncode == 0
+    assert not _claim_file(exits).exists(), "an exiting server left its claim file"
+
+    victim, living = server(killed), server(lives)
+    try:
+        victim.kill()
+        victim.wait(timeout=30)
+        assert _claim_file(killed).exists()
+        assert _claim_file(lives) in sweep_claims()
+        assert not _claim_file(killed).exists()
+        assert _claim_file(lives).exists(), "the sweep removed a claim a live server holds"
+        assert channel_key(lives, IDLE) != f"seer-mcp-{lives}", "the live server's claim still holds"
+    finally:
+        for p in (victim, living):
+            p.kill()
+            p.wait(timeout=30)
+    from seer import plugins
+
+    plugins.hook().seer_sandbox_terminating(sandbox=None)  # what terminate calls: the sweep
+    assert not _claim_file(lives).exists()

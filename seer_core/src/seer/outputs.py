@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seer.state import read_json, seer_home
+from seer.state import lock_file, read_json, records_dir, remove_lock_file, seer_home
 
 if TYPE_CHECKING:
     from seer.providers.base import Machine
@@ -56,6 +56,8 @@ __all__ = [
     "Kept",
     "client_outputs_dir",
     "copy_out",
+    "forget_copies",
+    "forget_ended_copies",
     "keep_tree",
     "recorded_outputs_dir",
     "state_covers",
@@ -373,12 +375,10 @@ def state_covers(state: dict[str, int], other: dict[str, int]) -> bool:
 def _copies_lock(folder: Path) -> Iterator[dict[str, Any]]:
     """Hold ``folder``'s lock (:data:`COPIES_RECORD`, ``flock``: released if the holder dies);
     yields its record, written back if changed."""
-    import fcntl
-
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / COPIES_RECORD, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = lock_file(folder / COPIES_RECORD)
+    assert fd is not None  # (it waits)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         raw = b""
         while chunk := os.read(fd, 65536):
             raw += chunk
@@ -396,6 +396,22 @@ def _copies_lock(folder: Path) -> Iterator[dict[str, Any]]:
             os.pwrite(fd, after.encode(), 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+def forget_copies(folder: Path) -> bool:
+    """Remove ``folder``'s :data:`COPIES_RECORD` once its sandbox has ended (no live document is
+    left to write a copy from), unless a writer holds it now; whether it is gone."""
+    return remove_lock_file(folder / COPIES_RECORD)
+
+
+def forget_ended_copies() -> None:
+    """:func:`forget_copies` for the client folder of every sandbox whose client record says it
+    ended (a sandbox that expired, or ended with no ``terminate`` from this machine)."""
+    for path in records_dir().glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
+            record = read_json(path)
+            if record.get("ended_at") is not None and record.get("outputs_dir"):
+                forget_copies(Path(record["outputs_dir"]))
 
 
 class CopyWrite(enum.Enum):

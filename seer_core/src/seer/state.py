@@ -74,6 +74,76 @@ def open_private(path: Path) -> Any:
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
 
 
+# --- lock files -------------------------------------------------------------------------------
+def lock_file(path: Path, *, wait: bool = True) -> int | None:
+    """An open descriptor of ``path`` (made 0600 if missing) under an exclusive ``flock``, which
+    the system releases when it is closed or its process ends, however it ends. ``wait=False``:
+    None at once if another holds it.
+
+    The lock is always on the file ``path`` names when it returns: a lock taken on a file that
+    was removed meanwhile (:func:`remove_lock_file`) is let go and taken again on the new one. So
+    lock files can be removed without two holders ever locking different files of one name."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if _names(path, fd):
+            return fd
+        os.close(fd)  # removed while this waited for it: take the lock on the file there now
+
+
+def _names(path: Path, fd: int) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
+
+
+def release_lock_file(path: Path, fd: int) -> None:
+    """Let go of the lock :func:`lock_file` gave as ``fd``, removing ``path`` first (while the lock
+    is still held, so nobody else holds it): for a lock file nobody needs once it is let go."""
+    try:
+        if _names(path, fd):
+            path.unlink()
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_lock_file(path: Path) -> bool:
+    """Remove the lock file ``path`` unless a process holds its lock (:func:`lock_file`), without
+    waiting; whether it is gone. It is removed while this holds the lock, so whoever waited for
+    the lock on it takes the lock on a new file instead."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        if _names(path, fd):
+            path.unlink()
+        return True
+    finally:
+        os.close(fd)
+
+
 # --- client records ---------------------------------------------------------------------------
 def records_dir() -> Path:
     """``$SEER_HOME/sandboxes``: one record per sandbox a client started (see ``Sandbox``)."""

@@ -1,4 +1,5 @@
-"""The entry-point module of seer-mcp: registers the ``mcp`` expose mode and ``seer mcp`` commands.
+"""The entry-point module of seer-mcp: registers the ``mcp`` expose mode and ``seer mcp`` commands,
+and sweeps the MCP servers' stale claim files when a sandbox is terminated.
 
 Kept cheap to import: nothing here imports the ``mcp`` SDK.
 """
@@ -22,3 +23,10 @@ def seer_register_expose_modes(register: Any) -> None:
     from seer_mcp.expose import McpMode
 
     register(McpMode)
+
+
+@seer.hookimpl
+def seer_sandbox_terminating(sandbox: Any) -> None:
+    from seer_mcp.channels import sweep_claims
+
+    sweep_claims()

@@ -22,6 +22,7 @@ from seer.notebook import (
 )
 
 from seer_mcp.cells import Cell, Entry, NotebookWriter, Runner, adopt_cell, close_entry, run_cell
+from seer_mcp.channels import claim_shared_key
 from seer_mcp.failures import (
     MAX_CODE,
     PROBE_TIMEOUT,
@@ -489,37 +490,12 @@ def channel_key(session_id: str, model: dict[str, Any]) -> str:
     server's own: Jupyter closes an open connection whose key a new one reuses, so servers sharing
     a key cut each other's running cells off (and buffers nothing while a client is connected).
 
-    The shared key is also claimed (:func:`_claim_shared_key`): servers attaching at the same
-    instant all see no client connected, and only the one that claims it takes it.
+    The shared key is also claimed (:func:`seer_mcp.channels.claim_shared_key`): servers
+    attaching at the same instant all see no client connected, and only the one that claims it
+    takes it.
     """
     kernel = model.get("kernel") if isinstance(model, dict) else None
     connections = kernel.get("connections") if isinstance(kernel, dict) else None
-    if not connections and _claim_shared_key(session_id):
+    if not connections and claim_shared_key(session_id):
         return f"seer-mcp-{session_id}"
     return f"seer-mcp-{session_id}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-
-#: The claims on shared keys this process holds (open files under an exclusive ``flock``): kept
-#: while it lives, released by the system when it exits, however it ends.
-_CLAIMS: list[int] = []
-
-
-def _claim_shared_key(session_id: str) -> bool:
-    """Whether this server may use the session's shared key: it takes an exclusive lock on the
-    session's claim file (``$SEER_HOME/mcp-channels/<hash>``), without waiting. A server that holds
-    it keeps it until it exits; the next server to attach after that takes it again."""
-    import fcntl
-    import hashlib
-
-    from seer.state import private_dir, seer_home
-
-    folder = private_dir(seer_home() / "mcp-channels")
-    name = hashlib.sha256(session_id.encode()).hexdigest()[:32]  # an id is never a path
-    fd = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return False
-    _CLAIMS.append(fd)
-    return True

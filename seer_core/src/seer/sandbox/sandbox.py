@@ -30,7 +30,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
-from seer.outputs import client_outputs_dir, copy_out
+from seer.outputs import client_outputs_dir, copy_out, forget_copies, forget_ended_copies
 from seer.preflight import preflight, sandbox_id_providers
 from seer.progress import Progress
 from seer.providers.base import (
@@ -113,6 +113,7 @@ class Sandbox:
         resolved = preflight(self.config)
         config = self.config = resolved.config
         prune_records()
+        forget_ended_copies()
         provider = self._provider = resolved.provider()
         self._provider_name = resolved.provider_name
         mode_cls = resolved.execution_mode
@@ -235,6 +236,10 @@ class Sandbox:
         # Always ask the provider: it is idempotent and mops up what a dead machine left.
         self._provider_handle().terminate(self._machine.id)
         end_record(self._machine.id, self._machine.status().value)
+        # No live document is left to write a client copy from: the copies' lock and record goes
+        # (unless a writer still holds it: then the next start's sweep takes it).
+        with contextlib.suppress(OSError):
+            forget_copies(self.outputs_dir)
         return snap
 
     def _execution_mode(self) -> ExecutionModePlugin | None:
