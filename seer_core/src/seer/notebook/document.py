@@ -15,6 +15,7 @@ from seer.errors import (
 )
 
 __all__ = [
+    "ALL_CHANGED",
     "CELL_ID",
     "ORDER_CHANGED",
     "NotebookDocument",
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 
 #: In :meth:`NotebookDocument.take_changes`: cells were deleted or moved (no cell has this id).
 ORDER_CHANGED = "\x00order"
+#: In :meth:`NotebookDocument.take_changes`: any cell may have changed, and cells were moved too
+#: (the set names those and :data:`ORDER_CHANGED`).
+ALL_CHANGED = "\x00all"
 
 
 class NotebookDocument:
@@ -45,8 +49,10 @@ class NotebookDocument:
         self.metadata = metadata
         self.cells: list[dict[str, Any]] = list(cells or [])
         self._text: list[str | None] = [None] * len(self.cells)
-        #: ids of the cells changed since the last :meth:`take_changes` (None: any may have)
-        self._changes: set[str] | None = set()
+        #: ids of the cells changed (or moved) since the last :meth:`take_changes`
+        self._changes: set[str] = set()
+        #: whether any cell may have changed since then (cells changed in place)
+        self._all = False
 
     def add(self, cell: dict[str, Any]) -> None:
         """Append ``cell`` (an nbformat cell dict) to the notebook."""
@@ -56,21 +62,28 @@ class NotebookDocument:
 
     def mark(self, cell: dict[str, Any]) -> None:
         """Note that ``cell`` changed (for :meth:`take_changes`)."""
-        if self._changes is not None:
-            self._changes.add(str(cell.get("id")))
+        self._changes.add(str(cell.get("id")))
 
     def mark_order(self) -> None:
-        """Note that cells were deleted or moved."""
-        if self._changes is not None:
-            self._changes.add(ORDER_CHANGED)
+        """Note that cells were deleted or moved (a moved cell is also :meth:`mark`-ed)."""
+        self._changes.add(ORDER_CHANGED)
 
     def mark_all(self) -> None:
-        """Note that any cell may have changed."""
-        self._changes = None
+        """Note that any cell may have changed (the cells moved meanwhile are still noted)."""
+        self._all = True
 
     def take_changes(self) -> set[str] | None:
-        """The ids of the cells changed since the last call (None: any may have); forgets them."""
+        """The ids of the cells changed since the last call, and :data:`ORDER_CHANGED` if cells
+        were deleted or moved; forgets them. None: any cell may have changed, and none moved;
+        with moves, the moved cells' ids, :data:`ORDER_CHANGED` and :data:`ALL_CHANGED` (a move
+        is never dropped for a change of every cell)."""
         changes, self._changes = self._changes, set()
+        every, self._all = self._all, False
+        if not every:
+            return changes
+        if ORDER_CHANGED not in changes:
+            return None
+        changes.add(ALL_CHANGED)
         return changes
 
     def replace(self, cells: list[dict[str, Any]], *, unchanged: set[str] | None = None) -> None:

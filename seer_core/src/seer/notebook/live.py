@@ -33,7 +33,7 @@ from typing import Any
 
 from seer.errors import NotebookError
 from seer.notebook.client import NOTEBOOK_PURPOSE, JupyterClient, quote_path
-from seer.notebook.document import ORDER_CHANGED
+from seer.notebook.document import ALL_CHANGED, ORDER_CHANGED
 from seer.notebook.saves import SaveScheduler
 from seer.notebook.ywire import (
     RAW,
@@ -447,9 +447,10 @@ class LiveNotebook:
     def push(self, cells: list[dict[str, Any]], changed: set[str] | None) -> None:
         """Make the document agree with ``cells`` (this writer's cells, in its order) where this
         writer changed it: cells it no longer has that it had seen are deleted, cells new to the
-        document are inserted after the cell they follow here, the cells in ``changed`` (ids; None:
-        every cell) get their source, outputs, execution count and metadata, and cells moved here
-        are moved there. Cells only other writers know are left as they are."""
+        document are inserted after the cell they follow here, the cells in ``changed`` (ids; None
+        or :data:`~seer.notebook.document.ALL_CHANGED` in it: every cell) get their source,
+        outputs, execution count and metadata, and cells moved here are moved there. Cells only
+        other writers know are left as they are."""
         with self._lock:
             try:
                 self._push(cells, changed)
@@ -473,6 +474,8 @@ class LiveNotebook:
                     del ids[i]
             if changed is not None and ORDER_CHANGED in changed:  # this writer moved cells
                 reorder_ycells(self._pycrdt, ycells, ids, cells, changed, self._outputs)
+                if ALL_CHANGED in changed:  # and any cell may have changed
+                    changed = None
             place = {cid: i for i, cid in enumerate(ids)}
             todo = [k for k, cid in enumerate(order) if changed is None or cid in changed or cid not in place]
             for k in todo:
