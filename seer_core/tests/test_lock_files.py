@@ -67,7 +67,7 @@ def test_a_writer_that_waited_while_the_record_was_removed_records_its_copy(tmp_
     assert json.loads(record.read_text()) == {"a.ipynb": {"5": 2}}
 
 
-@pytest.mark.unit
+@pytest.mark.e2e
 def test_a_lock_file_another_process_holds_is_never_removed(tmp_path: Path) -> None:
     path = tmp_path / "lock"
     holder = _holder(path)
@@ -82,7 +82,7 @@ def test_a_lock_file_another_process_holds_is_never_removed(tmp_path: Path) -> N
     assert remove_lock_file(path) is True  # already gone
 
 
-@pytest.mark.unit
+@pytest.mark.e2e
 def test_the_copies_record_of_an_ended_sandbox_is_swept(tmp_path: Path) -> None:
     """Sandboxes that ended without this machine's ``terminate`` (expired, ``seer down`` of a dead
     one): their folders' records go at the next start's sweep, unless a writer holds one."""
