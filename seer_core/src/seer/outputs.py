@@ -392,8 +392,11 @@ def _copies_lock(folder: Path) -> Iterator[dict[str, Any]]:
         yield record
         after = json.dumps(record, sort_keys=True)
         if after != before:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, after.encode(), 0)
+            # Written over, then cut to its length: truncating a file to zero first costs a
+            # flush of it on close on ext4 (its auto_da_alloc), 0.4-4 ms on every cell.
+            data = after.encode()
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
     finally:
         os.close(fd)  # releases the lock
 
