@@ -536,6 +536,40 @@ def test_models_are_preloaded(mnb: NotebookSession, with_models: Sandbox) -> Non
     assert lines[1].startswith(f"{int(layers) + 1} (1, ")
 
 
+def _kernel_argv(session: NotebookSession) -> tuple[int, list[str]]:
+    """The session's kernel process: its parent's pid and its command line."""
+    value = session.exec(
+        "import os\nos.getppid(), open(f'/proc/{os.getpid()}/cmdline').read().split('\\0')"
+    ).result
+    assert value is not None
+    import ast
+
+    ppid, argv = ast.literal_eval(value)
+    return int(ppid), list(argv)
+
+
+def test_the_first_kernel_was_started_with_the_server(mnb: NotebookSession, with_models: Sandbox) -> None:
+    """The sandbox's first kernel is the process the server launcher started before the server
+    itself (its imports overlap the server's start-up), adopted by the server: its child, reached
+    through the usual kernel-<id>.json (a plain jupyter_client connects with it)."""
+    from jupyter_client import BlockingKernelClient
+
+    service = with_models._services["jupyter"]
+    runtime = Path(service["runtime_dir"])
+    ppid, argv = _kernel_argv(mnb)
+    started_with = [a for a in argv if "kernel-seer-prestarted-" in a]
+    assert started_with and started_with[0].startswith(str(runtime)), argv
+    assert started_with[0].endswith(f"kernel-seer-prestarted-{ppid}.json")  # the server's own pid
+    kc = BlockingKernelClient(connection_file=str(runtime / f"kernel-{mnb.kernel_id}.json"))
+    kc.load_connection_file()
+    assert kc.shell_port == json.loads(Path(started_with[0]).read_text())["shell_port"]
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+    finally:
+        kc.stop_channels()
+
+
 def test_forward_hook_on_a_layer_fires(mnb: NotebookSession) -> None:
     r = mnb.exec(
         "seen = []\n"
@@ -607,6 +641,13 @@ def test_kernel_death_then_restart_sets_everything_up_again(mnb: NotebookSession
 
     mnb.restart()
     assert mnb.alive
+    # A restarted kernel is launched by the server as usual, on its own connection file; the one
+    # the first kernel was started with is gone.
+    _ppid, argv = _kernel_argv(mnb)
+    assert not any("kernel-seer-prestarted-" in a for a in argv), argv
+    assert mnb.sandbox is not None
+    runtime = Path(mnb.sandbox._services["jupyter"]["runtime_dir"])
+    assert not list(runtime.glob("kernel-seer-prestarted-*.json"))
     r = mnb.exec(
         "import helpers\nprint('doomed' in globals(), helpers.answer(), init_ran, type(model).__name__)"
     )

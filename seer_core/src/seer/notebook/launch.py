@@ -59,8 +59,33 @@ for _var, _sub in (("JUPYTER_PATH", "share/jupyter"), ("JUPYTER_CONFIG_PATH", "e
     _have = [p for p in os.environ.get(_var, "").split(os.pathsep) if p]
     if _found:
         os.environ[_var] = os.pathsep.join(_have + [p for p in _found if p not in _have])
+# The first kernel (a sandbox with models), started before anything else: its imports (seconds)
+# run while the server starts, and the server's first kernel start adopts it (seer.runtime.prestart
+# and its kernel provisioner, where this seer-core declares it; otherwise it is stopped again).
+_prestart = os.environ.pop("SEER_PRESTART_KERNEL", None)
+if _prestart:
+    try:
+        from seer.runtime import prestart as _prestarted
+        _prestarted.start(_prestart, cwd=os.getcwd())
+        from importlib.metadata import entry_points
+        _provisioner = _prestarted.PROVISIONER_NAME
+        if entry_points(group="jupyter_client.kernel_provisioners", name=_provisioner):
+            sys.argv.append("--KernelProvisionerFactory.default_provisioner_name=" + _provisioner)
+        else:
+            _prestarted.discard()
+    except Exception as _exc:  # the server starts its kernels itself
+        print(f"seer: no kernel started ahead of the server: {_exc!r}", file=sys.stderr)
 for _name in ("rfc3987_syntax", "isoduration"):
     sys.modules.setdefault(_name, None)
+# JupyterLab reads yarn's configuration (it spawns node, 0.3-0.7 s) as it is imported, for the
+# registry it would install extensions from; this server never builds or installs any (its
+# extension manager is read-only), so it does without.
+try:
+    import jupyterlab.commands as _lab_commands
+except ImportError:
+    pass
+else:
+    _lab_commands._yarn_config = lambda logger: {"yarn config": {}, "npm config": {}}
 def _nodelay(module, name):
     try:
         handler = getattr(__import__(module, fromlist=[name]), name)
@@ -103,6 +128,11 @@ except BaseException:
     import traceback
     traceback.print_exc()
 finally:
+    if _prestart:  # never adopted (the server failed to start): it would outlive the server
+        try:
+            _prestarted.discard()
+        except Exception:
+            pass
     # The server has stopped (kernels shut down, documents closed). anyio's worker threads, which
     # end only with a root task that tornado's loop never has, would hold the interpreter's exit
     # forever: a SIGTERMed server lived on until SIGKILL. Nothing is left for them to do.
@@ -270,6 +300,8 @@ class ServerLaunch:
             "SEER_KERNEL_ENV": self.kernel_env_file,
             "SEER_SANDBOX_ID": self.sandbox.sandbox_id,
         }
+        if self.warm:  # the launcher starts the first kernel before the server (see _wait)
+            env["SEER_PRESTART_KERNEL"] = self.kernel_name
         self.sandbox.start_process(
             [machine.python, "-c", SERVER_LAUNCHER], name="jupyter", env=env, cwd=self.root
         )
@@ -304,8 +336,9 @@ class ServerLaunch:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
         # With models to load, start the first session's kernel now: its imports (seconds) run
-        # while the sandbox finishes starting. Without models a kernel starts in well under a
-        # second, not worth a process nobody may use.
+        # while the sandbox finishes starting. The launcher started its process before the server
+        # (SEER_PRESTART_KERNEL): this first start adopts it, already well into its imports.
+        # Without models a kernel starts in well under a second, not worth a process nobody may use.
         if self.warm:
             try:
                 self.warm_kernel = client.start_kernel(self.kernel_name)
