@@ -11,12 +11,21 @@ the docker watcher) end it once :func:`starter_alive` turns false before
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from seer.providers import procs
+from seer.state import read_json
 
-__all__ = ["starter_alive", "starter_info"]
+__all__ = ["WATCH_INTERVAL", "starter_alive", "starter_info", "watch_record"]
+
+#: Seconds between the starter watch's looks at the starting client.
+WATCH_INTERVAL = 0.5
+#: A record's ``status`` while its sandbox runs (``MachineStatus.RUNNING``: the starter watch
+#: imports this module alone, not the providers' contract; see ``seer.providers.kit.ledger``).
+RUNNING = "running"
 
 
 def starter_info() -> dict[str, Any]:
@@ -35,3 +44,27 @@ def starter_alive(info: Mapping[str, Any] | None) -> bool:
     except (TypeError, ValueError):
         return False
     return pid > 1 and procs.alive(pid, info.get("started"))
+
+
+def watch_record(record: Path) -> bool:
+    """Watch a sandbox's ledger record (``Ledger.path``) until the sandbox needs no watch: True
+    when its starter died before ``Sandbox.start`` finished (the caller ends the sandbox), False
+    when start finished, the sandbox ended some other way or passed its deadline, or the record
+    is gone (a failed start cleaned up). It looks every :data:`WATCH_INTERVAL` seconds."""
+    while True:
+        try:
+            data = read_json(record)
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or not data.get("starter"):
+            return False  # started, or cleaned up after a failed start
+        if data.get("status") != RUNNING:
+            return False  # ended some other way
+        try:
+            if time.time() > float(data.get("expires_at") or 0):
+                return False  # past its deadline: the platform (or its watchdog) ends it
+        except (TypeError, ValueError):
+            return False
+        if not starter_alive(data["starter"]):
+            return True
+        time.sleep(WATCH_INTERVAL)
