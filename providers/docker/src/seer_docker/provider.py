@@ -111,6 +111,10 @@ def docker_client() -> DockerClient:
         client = _clients.get(key)
         if client is None:
             client = docker.from_env(timeout=300)
+            if _is_local_engine():
+                # No proxy, netrc or CA bundle applies to a unix socket: without this, requests
+                # reads every proxy variable of the environment again on each engine call.
+                client.api.trust_env = False
             _clients[key] = client
         return client
 
