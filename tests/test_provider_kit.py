@@ -244,14 +244,15 @@ def test_toy_sandbox_ends_when_its_starter_dies() -> None:
 
 def test_starter_watch_loads_no_provider_while_the_start_runs() -> None:
     """The watch runs beside every start: until the starter dies it imports only
-    seer.providers.starter (no provider module, no pydantic: ~0.6 s of CPU for docker's), and it
-    exits once the record says the start finished."""
+    seer.providers.starter, without site-packages (no provider module, no pydantic: ~0.6 s of CPU
+    for docker's; not even pathlib), and it exits once the record says the start finished."""
     ledger = kit.Ledger(_Fake)
     sandbox_id = _fake_id()
     ledger.begin(sandbox_id, name="n", timeout=60, labels={}, watch=False)
-    script = kit.ledger._WATCH + "print(' '.join(sorted(sys.modules)))"
-    argv = [sys.executable, "-c", script, _Fake.__module__, _Fake.__qualname__, sandbox_id]
-    watch = subprocess.Popen([*argv, str(ledger.path(sandbox_id))], stdout=subprocess.PIPE, text=True)
+    argv = ledger._watch_argv(sandbox_id)
+    assert argv[1:3] == ["-S", "-c"]
+    argv[3] += "print(' '.join(sorted(sys.modules)))\n"
+    watch = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)  # this process: its starter
     try:
         time.sleep(2 * starter.WATCH_INTERVAL)
         assert watch.poll() is None, "the watch left while its starter (this process) lives"
@@ -263,7 +264,7 @@ def test_starter_watch_loads_no_provider_while_the_start_runs() -> None:
     assert watch.returncode == 0
     loaded = set(out.split())
     assert "seer.providers.starter" in loaded
-    assert not {"pydantic", "seer.providers.base", "seer.providers.kit", __name__} & loaded, loaded
+    assert not {"site", "pathlib", "pydantic", "seer.providers.base", "seer.providers.kit"} & loaded, loaded
     assert MachineStatus.RUNNING.value == starter.RUNNING
 
 

@@ -10,14 +10,17 @@ the docker watcher) end it once :func:`starter_alive` turns false before
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from seer.providers import procs
-from seer.state import read_json
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from os import PathLike
+
+# What the starter watch's process imports is only this module (and ``seer``'s lazy
+# ``__init__``): no ``seer.providers.procs`` or ``seer.state`` at import time (pathlib, tempfile).
 
 __all__ = ["WATCH_INTERVAL", "starter_alive", "starter_info", "watch_record"]
 
@@ -30,6 +33,8 @@ RUNNING = "running"
 
 def starter_info() -> dict[str, Any]:
     """This process, as a record: its pid and kernel start time (so a reused pid is not it)."""
+    from seer.providers import procs
+
     pid = os.getpid()
     return {"pid": pid, "started": procs.start_time(pid)}
 
@@ -43,17 +48,24 @@ def starter_alive(info: Mapping[str, Any] | None) -> bool:
         pid = int(info.get("pid") or 0)
     except (TypeError, ValueError):
         return False
+    from seer.providers import procs
+
     return pid > 1 and procs.alive(pid, info.get("started"))
 
 
-def watch_record(record: Path) -> bool:
+def watch_record(record: str | PathLike[str], parent: int | None = None) -> bool:
     """Watch a sandbox's ledger record (``Ledger.path``) until the sandbox needs no watch: True
     when its starter died before ``Sandbox.start`` finished (the caller ends the sandbox), False
     when start finished, the sandbox ended some other way or passed its deadline, or the record
-    is gone (a failed start cleaned up). It looks every :data:`WATCH_INTERVAL` seconds."""
+    is gone (a failed start cleaned up). It looks every :data:`WATCH_INTERVAL` seconds.
+
+    ``parent``: the pid of the watch's parent, which is the starter (``Ledger.begin`` starts the
+    watch from the starting process): while the watch's parent is still that pid, the starter
+    lives (a process whose parent died is given another one), which needs no look at ``/proc``."""
     while True:
         try:
-            data = read_json(record)
+            with open(record) as fh:
+                data = json.load(fh)
         except (OSError, ValueError):
             data = None
         if not isinstance(data, dict) or not data.get("starter"):
@@ -65,6 +77,7 @@ def watch_record(record: Path) -> bool:
                 return False  # past its deadline: the platform (or its watchdog) ends it
         except (TypeError, ValueError):
             return False
-        if not starter_alive(data["starter"]):
+        alive = os.getppid() == parent if parent is not None else starter_alive(data["starter"])
+        if not alive:
             return True
         time.sleep(WATCH_INTERVAL)

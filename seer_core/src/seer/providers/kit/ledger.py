@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import subprocess
 import sys
 import threading
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import seer
 from seer.errors import SandboxNotFoundError
 from seer.ids import check_sandbox_id
 from seer.providers.base import (
@@ -193,11 +195,18 @@ class Ledger:
             )
         return sorted(out.values(), key=lambda m: m.created_at)
 
-    def _watch(self, sandbox_id: str) -> None:
+    def _watch_argv(self, sandbox_id: str) -> list[str]:
+        """The starter watch's command line (see ``_WATCH``), for this process as the starter."""
         cls = self.provider
         record = str(self.path(sandbox_id))
+        # -S: no site-packages until the starter died (the watch needs only seer's own folder)
+        root = str(Path(seer.__file__).resolve().parent.parent)
+        args = [cls.__module__, cls.__qualname__, sandbox_id, record, str(os.getpid()), root]
+        return [sys.executable, "-S", "-c", _WATCH, *args]
+
+    def _watch(self, sandbox_id: str) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WATCH, cls.__module__, cls.__qualname__, sandbox_id, record],
+            self._watch_argv(sandbox_id),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -208,15 +217,19 @@ class Ledger:
         threading.Thread(target=proc.wait, name="seer-starter-watch-reaper", daemon=True).start()
 
 
-# The starter watch's process (argv: MODULE QUALNAME SANDBOX_ID RECORD). It runs beside every
-# start, and until the starter dies it imports seer.providers.starter alone: the provider's module
-# (pydantic, an SDK: about 0.6 s of CPU for docker's) would compete with the start for the
-# client's CPU, for a watch that almost always just sees the start finish. Only when the starter
-# died does it load this module and the provider, and end_lost checks the id again.
+# The starter watch's process (argv: MODULE QUALNAME SANDBOX_ID RECORD STARTER_PID SEER_ROOT), run
+# with -S. It runs beside every start, and until the starter dies it imports seer.providers.starter
+# alone, from seer's own folder (appended: the standard library comes first): site-packages, the
+# provider's module (pydantic, an SDK: about 0.6 s of CPU for docker's) and even pathlib would
+# compete with the start for the client's CPU, for a watch that almost always just sees the
+# start finish. Only when the starter died does it load site-packages, this module and the
+# provider, and end_lost checks the id again.
 _WATCH = """import sys
-from pathlib import Path
+sys.path.append(sys.argv[6])
 from seer.providers.starter import watch_record
-if watch_record(Path(sys.argv[4])):
+if watch_record(sys.argv[4], parent=int(sys.argv[5])):
+    import site
+    site.main()
     from seer.providers.kit.ledger import end_lost
     sys.exit(end_lost(*sys.argv[1:4]))
 """
