@@ -44,6 +44,7 @@ __all__ = [
     "PackageSources",
     "code_server_layer",
     "ensure_image",
+    "forget_image",
     "prepared_fingerprint",
     "python_layers",
     "render_dockerfile",
@@ -314,6 +315,22 @@ def _owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
+#: Sandbox images this process found or built, as (engine address, tag): a start whose inputs give
+#: a tag seen here does not ask the engine again (one call less per start). A tag removed since
+#: fails the container's create with ImageNotFound; the provider then calls :func:`forget_image`
+#: and :func:`ensure_image` again, which asks the engine and builds what is missing.
+_present: set[tuple[str, str]] = set()
+
+
+def _engine_key(client: DockerClient) -> str:
+    return str(getattr(client.api, "base_url", ""))
+
+
+def forget_image(client: DockerClient, tag: str) -> None:
+    """Forget that sandbox image ``tag`` was on the engine (it was removed since it was seen)."""
+    _present.discard((_engine_key(client), tag))
+
+
 def _image_id(client: DockerClient, ref: str) -> str | None:
     from docker.errors import ImageNotFound
 
@@ -436,7 +453,7 @@ def ensure_image(
         code_server=code_server,
         code_server_prepared=prepared is not None,
     )
-    files = {"Dockerfile": dockerfile.encode(), wheel.filename: wheel.path.read_bytes()}
+    files = {"Dockerfile": dockerfile.encode()}
     trees: dict[str, Path] = {}
     inputs = [RECIPE, dockerfile, wheel.sha256]
     if prepared is not None:
@@ -447,9 +464,12 @@ def ensure_image(
         inputs.append(hashlib.sha256(files[CODE_SERVER_INSTALLER]).hexdigest())
     key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
     tag = f"{IMAGE_REPO}:{key[:16]}"
-    if _image_id(client, tag):
+    seen = (_engine_key(client), tag)
+    if seen in _present or _image_id(client, tag):
+        _present.add(seen)
         log(f"image {tag} is cached: nothing to build")
         return tag, False
+    files[wheel.filename] = wheel.path.read_bytes()
     log(f"building image {tag}" + (f" (code-server copied from {prepared})" if prepared else ""))
     with _context(files, trees) as context:
         stream = client.api.build(
@@ -465,4 +485,5 @@ def ensure_image(
         _stream_build(stream, log)
     if not _image_id(client, tag):
         raise ImageBuildError(f"the build left no image {tag}")
+    _present.add(seen)
     return tag, True

@@ -40,7 +40,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -68,13 +68,13 @@ from seer_docker.image import (
     PackageSources,
     build_repo_image,
     ensure_image,
+    forget_image,
     resolve_base,
 )
 from seer_docker.options import DockerOptions
 
 if TYPE_CHECKING:
     from docker import DockerClient
-    from docker.models.containers import Container
 
 __all__ = ["DockerMachine", "DockerProvider"]
 
@@ -88,17 +88,33 @@ _ALIVE_STATES = ("running", "created", "restarting")
 
 _client_lock = threading.Lock()
 _clients: dict[str, DockerClient] = {}
+#: The containers this process made, by (engine, sandbox id): the engine's id of each. That id is
+#: the engine's own random 64-hex name, never reused, and the create that returned it set seer's
+#: labels on the container, so ``terminate`` removes it by that id without first listing
+#: containers by label; a sandbox this process did not make is still found by its label (only
+#: a container of seer's is ever removed).
+_made: dict[tuple[str, str], str] = {}
+#: Container ids this process removed: a status asked after ``terminate`` needs no engine call.
+_removed: set[str] = set()
+
+
+def _engine() -> str:
+    return os.environ.get("DOCKER_HOST", "")
 
 
 def docker_client() -> DockerClient:
     """One client per engine address (``DOCKER_HOST`` or the local socket), made on first use."""
     import docker
 
-    key = os.environ.get("DOCKER_HOST", "")
+    key = _engine()
     with _client_lock:
         client = _clients.get(key)
         if client is None:
             client = docker.from_env(timeout=300)
+            if _is_local_engine():
+                # No proxy, netrc or CA bundle applies to a unix socket: without this, requests
+                # reads every proxy variable of the environment again on each engine call.
+                client.api.trust_env = False
             _clients[key] = client
         return client
 
@@ -292,11 +308,11 @@ class DockerMachine(ExecMachine):
     def status(self) -> MachineStatus:
         from docker.errors import NotFound
 
-        try:
-            container = self._client.containers.get(self._cid)
-        except NotFound:
-            container = None
-        if container is not None and container.status in _ALIVE_STATES:
+        container = None
+        if self._cid not in _removed:  # a container removed is gone for good
+            with contextlib.suppress(NotFound):
+                container = self._client.api.inspect_container(self._cid)
+        if container is not None and container["State"]["Status"] in _ALIVE_STATES:
             return MachineStatus.RUNNING
         expires_at = float(self._labels.get("seer.expires_at", "0")) or None
         return LEDGER.settle(self.id, expires_at)
@@ -366,8 +382,11 @@ class DockerProvider(Provider):
         tag = self._image(client, spec, options, log)
         sandbox_id = f"docker-{secrets.token_hex(5)}"
         try:
-            return self._run(client, sandbox_id, tag, spec, options)
+            return self._run(
+                client, sandbox_id, tag, spec, options, again=lambda: self._image(client, spec, options, log)
+            )
         except BaseException:
+            _made.pop((_engine(), sandbox_id), None)
             self._remove(client, sandbox_id)
             LEDGER.forget(sandbox_id)
             raise
@@ -412,28 +431,33 @@ class DockerProvider(Provider):
         )
         return tag
 
-    def _model_mount(
-        self, client: DockerClient, options: DockerOptions, spec: MachineSpec
-    ) -> dict[str, dict[str, str]]:
-        """The shared model cache's mount, or none when the sandbox must have a cache of its own
-        (``spec.private_model_cache``: it has hidden models): what is not mounted, the agent
-        cannot list, hash or link against."""
-        from docker.errors import NotFound
+    def _model_mount(self, options: DockerOptions, spec: MachineSpec) -> dict[str, Any]:
+        """The host-config arguments of the shared model cache's mount, or none when the sandbox
+        must have a cache of its own (``spec.private_model_cache``: it has hidden models): what
+        is not mounted, the agent cannot list, hash or link against.
+
+        The volume is a mount with seer's label: the engine makes it, labelled, if it is missing
+        (no lookup per start), and mounts it as it is when it exists."""
+        from docker.types import Mount
 
         if spec.private_model_cache:
             return {}
         if options.model_cache != "volume":
             Path(options.model_cache).mkdir(parents=True, exist_ok=True)
-            return {options.model_cache: {"bind": HF_MOUNT, "mode": "rw"}}
-        try:
-            client.volumes.get(options.model_volume)
-        except NotFound:
-            client.volumes.create(options.model_volume, labels={LABEL: "model-cache"})
-        return {options.model_volume: {"bind": HF_MOUNT, "mode": "rw"}}
+            return {"binds": {options.model_cache: {"bind": HF_MOUNT, "mode": "rw"}}}
+        mount = Mount(HF_MOUNT, options.model_volume, type="volume", labels={LABEL: "model-cache"})
+        return {"mounts": [mount]}
 
     def _run(
-        self, client: DockerClient, sandbox_id: str, tag: str, spec: MachineSpec, options: DockerOptions
+        self,
+        client: DockerClient,
+        sandbox_id: str,
+        tag: str,
+        spec: MachineSpec,
+        options: DockerOptions,
+        again: Callable[[], str],
     ) -> DockerMachine:
+        from docker.errors import ImageNotFound
         from docker.types import DeviceRequest
 
         now = time.time()
@@ -454,30 +478,47 @@ class DockerProvider(Provider):
         LEDGER.begin(
             sandbox_id, name=spec.name, timeout=spec.timeout, labels=spec.labels, workdir=options.workdir
         )
-        kwargs: dict[str, Any] = {}
+        host: dict[str, Any] = {}
         if spec.gpu is not None:
-            kwargs["device_requests"] = [DeviceRequest(count=spec.gpu_count, capabilities=[["gpu"]])]
+            host["device_requests"] = [DeviceRequest(count=spec.gpu_count, capabilities=[["gpu"]])]
         if options.shm_size:
-            kwargs["shm_size"] = options.shm_size
-        container: Container = client.containers.run(
-            tag,
-            # Docker's init as PID 1 reaps orphans; when sleep ends, so does the container.
-            entrypoint=["sleep", str(int(spec.timeout))],
-            command=[],
-            name=sandbox_id,
-            hostname=sandbox_id,
-            labels=labels,
-            environment=env,
-            detach=True,
+            host["shm_size"] = options.shm_size
+        api = client.api
+        host_config = api.create_host_config(
             auto_remove=True,
-            init=True,
+            init=True,  # Docker's init as PID 1 reaps orphans; when sleep ends, so does the container.
             network_mode=options.network,
-            volumes=self._model_mount(client, options, spec),
             tmpfs={RUN_DIR: "mode=0700"},
-            working_dir=options.workdir,
-            **kwargs,
+            **self._model_mount(options, spec),
+            **host,
         )
-        machine = DockerMachine(client, container.id, labels, dict(spec.secrets))
+
+        def create(image: str) -> str:
+            made = api.create_container(
+                image,
+                entrypoint=["sleep", str(int(spec.timeout))],
+                command=[],
+                name=sandbox_id,
+                hostname=sandbox_id,
+                labels=labels,
+                environment=env,
+                detach=True,
+                working_dir=options.workdir,
+                host_config=host_config,
+            )
+            return str(made["Id"])
+
+        try:
+            container_id = create(tag)
+        except ImageNotFound:
+            # The image this process found at an earlier start was removed since: find or build
+            # it again (the engine is asked this time), then make the container from it.
+            forget_image(client, tag)
+            labels["seer.image"] = tag = again()
+            container_id = create(tag)
+        _made[(_engine(), sandbox_id)] = container_id
+        api.start(container_id)
+        machine = DockerMachine(client, container_id, labels, dict(spec.secrets))
         # Secrets to the tmpfs (for handles attached later); commands get them through exec. An
         # exec, since the engine's archive upload writes below a tmpfs mount, not into it. No
         # secrets, no file (and no exec): a later handle reads none, and process records make
@@ -565,9 +606,13 @@ class DockerProvider(Provider):
         check_sandbox_id(machine_id, DockerProvider)
         client = docker_client()
         LEDGER.end(machine_id, MachineStatus.TERMINATED)
-        container = self._find(client, machine_id)
-        if container is not None:
-            self._remove(client, container["Id"])
+        container_id = _made.pop((_engine(), machine_id), None)
+        if container_id is None:  # not made by this process: found by seer's label, or not at all
+            container = self._find(client, machine_id)
+            container_id = container["Id"] if container is not None else None
+        if container_id is not None:
+            self._remove(client, container_id)
+            _removed.add(container_id)
 
     def delete_snapshot(self, snapshot: Snapshot) -> None:
         """Remove the snapshot's image and the sandbox images built on it (they carry its label,

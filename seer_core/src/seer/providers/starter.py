@@ -10,17 +10,31 @@ the docker watcher) end it once :func:`starter_alive` turns false before
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
-from seer.providers import procs
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from os import PathLike
 
-__all__ = ["starter_alive", "starter_info"]
+# What the starter watch's process imports is only this module (and ``seer``'s lazy
+# ``__init__``): no ``seer.providers.procs`` or ``seer.state`` at import time (pathlib, tempfile).
+
+__all__ = ["WATCH_INTERVAL", "starter_alive", "starter_info", "watch_record"]
+
+#: Seconds between the starter watch's looks at the starting client.
+WATCH_INTERVAL = 0.5
+#: A record's ``status`` while its sandbox runs (``MachineStatus.RUNNING``: the starter watch
+#: imports this module alone, not the providers' contract; see ``seer.providers.kit.ledger``).
+RUNNING = "running"
 
 
 def starter_info() -> dict[str, Any]:
     """This process, as a record: its pid and kernel start time (so a reused pid is not it)."""
+    from seer.providers import procs
+
     pid = os.getpid()
     return {"pid": pid, "started": procs.start_time(pid)}
 
@@ -34,4 +48,36 @@ def starter_alive(info: Mapping[str, Any] | None) -> bool:
         pid = int(info.get("pid") or 0)
     except (TypeError, ValueError):
         return False
+    from seer.providers import procs
+
     return pid > 1 and procs.alive(pid, info.get("started"))
+
+
+def watch_record(record: str | PathLike[str], parent: int | None = None) -> bool:
+    """Watch a sandbox's ledger record (``Ledger.path``) until the sandbox needs no watch: True
+    when its starter died before ``Sandbox.start`` finished (the caller ends the sandbox), False
+    when start finished, the sandbox ended some other way or passed its deadline, or the record
+    is gone (a failed start cleaned up). It looks every :data:`WATCH_INTERVAL` seconds.
+
+    ``parent``: the pid of the watch's parent, which is the starter (``Ledger.begin`` starts the
+    watch from the starting process): while the watch's parent is still that pid, the starter
+    lives (a process whose parent died is given another one), which needs no look at ``/proc``."""
+    while True:
+        try:
+            with open(record) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            data = None
+        if not isinstance(data, dict) or not data.get("starter"):
+            return False  # started, or cleaned up after a failed start
+        if data.get("status") != RUNNING:
+            return False  # ended some other way
+        try:
+            if time.time() > float(data.get("expires_at") or 0):
+                return False  # past its deadline: the platform (or its watchdog) ends it
+        except (TypeError, ValueError):
+            return False
+        alive = os.getppid() == parent if parent is not None else starter_alive(data["starter"])
+        if not alive:
+            return True
+        time.sleep(WATCH_INTERVAL)

