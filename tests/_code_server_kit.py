@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from seer.progress import Progress
+from _progress_kit import RecordingProgress as RecordingProgress  # the code-server tests take it from here
 from seer.providers import code_server as installer
 from seer.providers.local.provider import local_tools_dir
 
@@ -51,17 +51,3 @@ def write_project(folder: Path) -> Path:
     path = folder / "hello_debug.py"
     path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
     return path
-
-
-class RecordingProgress(Progress):
-    """Progress that keeps every line a start reports."""
-
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        self.lines.append(text)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _progress_kit import RecordingProgress
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError, SandboxError
-from seer.progress import Progress
 from seer.testing import killed_client
 from seer.testing.conformance import wait_for
 from seer_runpod.provider import RunPodProvider
@@ -167,13 +167,6 @@ def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
 
 
 # --- must show: the second start on the volume downloads nothing, reuses the environment -------
-class RecordingProgress(Progress):
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
 
 
 def test_second_start_on_the_network_volume_downloads_nothing(
