@@ -7,10 +7,14 @@ hosts with ``provider_options.code_server_from``, as their hosts have no compile
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from _progress_kit import RecordingProgress as RecordingProgress  # the code-server tests take it from here
+from _progress_kit import RecordingProgress
+from seer import Sandbox
 from seer.providers import code_server as installer
 from seer.providers.local.provider import local_tools_dir
 
@@ -51,3 +55,15 @@ def write_project(folder: Path) -> Path:
     path = folder / "hello_debug.py"
     path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
     return path
+
+
+@contextmanager
+def started(config: Any) -> Iterator[tuple[Sandbox, list[str]]]:
+    """A sandbox of ``config``, started with a :class:`RecordingProgress`: the sandbox and the
+    lines its start reported; it is terminated (``force=True``) when the block ends."""
+    progress = RecordingProgress()
+    sandbox = Sandbox(config, progress=progress).start()
+    try:
+        yield sandbox, progress.lines
+    finally:
+        sandbox.terminate(force=True)

@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
+from _code_server_kit import started
 from _docker_kit import docker_config
 from seer import Sandbox
-from seer.progress import Progress
 from seer.providers import code_server as installer
 from seer.providers.local.provider import local_tools_dir
 from seer_docker.image import TOOLS_DIR
@@ -106,9 +106,7 @@ def test_code_server_came_from_the_image_and_a_second_start_installs_nothing(
         # names the client's path; only the install used it) stayed behind
         probe = sandbox.exec(["bash", "-c", "command -v c++ g++ make; ls " + _root() + "/shim"])
         assert probe.exit_code != 0 and not probe.stdout.strip(), probe.output
-    lines: list[str] = []
-    second = Sandbox(_debug_config(project), progress=_Recorder(lines)).start()
-    try:
+    with started(_debug_config(project)) as (second, lines):
         installs = _installs(second)
         assert (installs if PREPARED else len(installs)) == expected
         assert not any("installed code-server" in line for line in lines), lines
@@ -119,8 +117,6 @@ def test_code_server_came_from_the_image_and_a_second_start_installs_nothing(
         python = second.read_file(".seer/code-server/data/User/settings.json")
         assert second.machine.python in python
         port = second.services["code_server"]["port"]
-    finally:
-        second.terminate(force=True)
     assert_gone(port)
 
 
@@ -137,19 +133,13 @@ def _root() -> str:
 def test_the_debug_layer_builds_code_server_in_the_image(project: Path) -> None:
     """The in-image build (no ``code_server_from``): apt's compilers, Node from the package index,
     code-server from npm, in the debug layer; the sandbox runs it."""
-    lines: list[str] = []
-    box = Sandbox(
-        docker_config(debug=True, local_files=[(str(project), "hello_debug.py")]), progress=_Recorder(lines)
-    ).start()
-    try:
+    with started(docker_config(debug=True, local_files=[(str(project), "hello_debug.py")])) as (box, lines):
         assert len(_installs(box)) == 1
         assert not any("installed code-server" in line for line in lines), lines
         assert box.services["code_server"]["root"] == _root()
         with urllib.request.urlopen(f"{box.services['code_server']['url']}/healthz", timeout=30) as resp:
             assert resp.status == 200
         port = box.services["code_server"]["port"]
-    finally:
-        box.terminate(force=True)
     assert_gone(port)
 
 
@@ -262,20 +252,6 @@ def test_the_image_key_follows_the_prepared_install(tmp_path: Path) -> None:
     assert f"{CODE_SERVER_PREPARED}/.complete" in members
     assert not any("/shim" in name for name in members)
     assert {(m.uid, m.gid) for m in members.values()} == {(0, 0)}
-
-
-class _Recorder(Progress):
-    """Progress that keeps every line it is told (the image build's output included)."""
-
-    def __init__(self, lines: list[str]):
-        super().__init__(enabled=False)
-        self.lines = lines
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        self.lines.append(text)
 
 
 @pytest.mark.unit
