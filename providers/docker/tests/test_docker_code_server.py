@@ -27,11 +27,10 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
-from _code_server_kit import started
+from _code_server_kit import MARKER, PREPARED, started, write_project
 from _docker_kit import docker_config
 from seer import Sandbox
 from seer.providers import code_server as installer
-from seer.providers.local.provider import local_tools_dir
 from seer_docker.image import TOOLS_DIR
 
 
@@ -40,10 +39,6 @@ def e2e(test):  # type: ignore[no-untyped-def]
     return pytest.mark.e2e(pytest.mark.slow(pytest.mark.timeout(2400)(test)))
 
 
-MARKER = "SEER_DEBUG_MARKER = 28"
-
-#: The local tools folder where it holds a complete install: the sandboxes copy it into the image.
-PREPARED = str(local_tools_dir()) if installer.installed(str(local_tools_dir())) else None
 #: Run the in-image build of code-server even where a prepared install exists (6-11 minutes).
 BUILD = os.environ.get("SEER_TEST_CODE_SERVER_BUILD") == "1"
 
@@ -69,9 +64,7 @@ def _installs(sandbox: Sandbox) -> list[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("debug") / "hello_debug.py"
-    path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
-    return path
+    return write_project(tmp_path_factory.mktemp("debug"))
 
 
 @pytest.fixture(scope="module")
