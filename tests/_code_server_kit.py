@@ -7,10 +7,14 @@ hosts with ``provider_options.code_server_from``, as their hosts have no compile
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from seer.progress import Progress
+from _progress_kit import RecordingProgress
+from seer import Sandbox
 from seer.providers import code_server as installer
 from seer.providers.local.provider import local_tools_dir
 
@@ -53,15 +57,13 @@ def write_project(folder: Path) -> Path:
     return path
 
 
-class RecordingProgress(Progress):
-    """Progress that keeps every line a start reports."""
-
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        self.lines.append(text)
+@contextmanager
+def started(config: Any) -> Iterator[tuple[Sandbox, list[str]]]:
+    """A sandbox of ``config``, started with a :class:`RecordingProgress`: the sandbox and the
+    lines its start reported; it is terminated (``force=True``) when the block ends."""
+    progress = RecordingProgress()
+    sandbox = Sandbox(config, progress=progress).start()
+    try:
+        yield sandbox, progress.lines
+    finally:
+        sandbox.terminate(force=True)

@@ -12,6 +12,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,33 @@ class BrowserLikeClient:
         self._ws.close()
 
 
+def in_lockstep(rounds: int, steps: list[Callable[[int], None]]) -> list[BaseException]:
+    """Each of ``steps`` in a thread of its own, called with rounds ``0 .. rounds - 1``; each
+    round, all of them start together (a barrier; a step that fails aborts it, so the others stop
+    too). Returns what failed once every thread has ended, or has run 600 s (then that is a
+    failure too)."""
+    barrier = threading.Barrier(len(steps))
+    failures: list[BaseException] = []
+
+    def run(step: Callable[[int], None]) -> None:
+        try:
+            for r in range(rounds):
+                barrier.wait(timeout=120)
+                step(r)
+        except BaseException as exc:  # returned to the caller
+            failures.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(step,)) for step in steps]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    if any(t.is_alive() for t in threads):
+        failures.append(AssertionError("a writer is still running after 600 s"))
+    return failures
+
+
 def three_writers(session: Any, rounds: int, *, sandbox: Any) -> None:
     """Three writers on ``session``'s notebook at once, ``rounds`` rounds: the session itself, two
     more handles on the same Jupyter session (as the notebook MCP server attaches), and a
@@ -100,34 +128,17 @@ def three_writers(session: Any, rounds: int, *, sandbox: Any) -> None:
         other.local_path = session.local_path
     browser = BrowserLikeClient(session.jupyter_url, session.notebook_path)
     writers = [("py", session), ("w1", others[0]), ("w2", others[1])]
-    barrier = threading.Barrier(len(writers) + 1)
-    failures: list[BaseException] = []
 
-    def write(tag: str, handle: Any) -> None:
-        try:
-            for r in range(rounds):
-                barrier.wait(timeout=120)
-                result = handle.exec(f"print('{tag}-{r}')")
-                assert result.stdout == f"{tag}-{r}\n", result
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-            barrier.abort()
+    def writer(tag: str, handle: Any) -> Callable[[int], None]:
+        def write(r: int) -> None:
+            result = handle.exec(f"print('{tag}-{r}')")
+            assert result.stdout == f"{tag}-{r}\n", result
 
-    def type_in_browser() -> None:
-        try:
-            for r in range(rounds):
-                barrier.wait(timeout=120)
-                browser.add_markdown(f"typed-{r}")
-        except BaseException as exc:
-            failures.append(exc)
-            barrier.abort()
+        return write
 
-    threads = [threading.Thread(target=write, args=w) for w in writers]
-    threads.append(threading.Thread(target=type_in_browser))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
+    failures = in_lockstep(
+        rounds, [*(writer(*w) for w in writers), lambda r: browser.add_markdown(f"typed-{r}")]
+    )
     try:
         assert not failures, failures
         for handle in [*others, session]:

@@ -11,7 +11,6 @@ config's ``SEER_HOME``.
 
 from __future__ import annotations
 
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from _live_kit import BrowserLikeClient, check_kept
+from _live_kit import BrowserLikeClient, check_kept, in_lockstep
 from _mcp_client import McpClient, text, texts
 
 
@@ -82,36 +81,19 @@ def session_and_mcp_writers(session: Any, sandbox: Any, rounds: int) -> None:
             ("mcp1", on_client(clients[0])),
             ("mcp2", on_client(clients[1])),
         ]
-        barrier = threading.Barrier(len(writers) + 1)
-        failures: list[BaseException] = []
 
-        def write(tag: str, run: Callable[[str], str]) -> None:
-            try:
-                for r in range(rounds):
-                    barrier.wait(timeout=120)
-                    printed = run(f"print('{tag}-{r}')")
-                    assert printed.strip() == f"{tag}-{r}", (tag, r, printed)
-            except BaseException as exc:  # reported below
-                failures.append(exc)
-                barrier.abort()
+        def writer(tag: str, run: Callable[[str], str]) -> Callable[[int], None]:
+            def write(r: int) -> None:
+                printed = run(f"print('{tag}-{r}')")
+                assert printed.strip() == f"{tag}-{r}", (tag, r, printed)
 
-        def type_in_browser() -> None:
+            return write
+
+        def type_in_browser(r: int) -> None:
             assert browser is not None
-            try:
-                for r in range(rounds):
-                    barrier.wait(timeout=120)
-                    browser.add_markdown(f"typed-{r}")
-            except BaseException as exc:
-                failures.append(exc)
-                barrier.abort()
+            browser.add_markdown(f"typed-{r}")
 
-        threads = [threading.Thread(target=write, args=w) for w in writers]
-        threads.append(threading.Thread(target=type_in_browser))
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=600)
-        assert not any(t.is_alive() for t in threads), "a writer is still running after 600 s"
+        failures = in_lockstep(rounds, [*(writer(*w) for w in writers), type_in_browser])
         assert not failures, failures
     finally:
         for client in clients:  # a server writes its client copy as each cell completes, then exits

@@ -19,6 +19,7 @@ from _model_kit import (
     install_all,
     tiny_dirs,
 )
+from _notebook_kit import local_sandbox
 from seer import ConfigError, ExecError, ExecTimeoutError, Library, Sandbox, SandboxConfig, Workspace
 from seer.errors import PluginError, SandboxError
 from seer.execution import create_cli_session
@@ -39,11 +40,8 @@ def double(x: int) -> int:
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(execution_mode="cli", env={"PYTHONPATH": "/opt/sandbox-own"})).start()
-    try:
+    with local_sandbox(execution_mode="cli", env={"PYTHONPATH": "/opt/sandbox-own"}) as box:
         yield box
-    finally:
-        box.terminate()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.errors import MissingExtraError, SeerError
 
 pytestmark = pytest.mark.unit
@@ -24,11 +25,8 @@ pytest.importorskip("jupyter_server")
 
 @pytest.fixture(scope="module")
 def notebook_sandbox() -> Iterator[Sandbox]:
-    sandbox = Sandbox(SandboxConfig(timeout=600)).start()
-    try:
+    with local_sandbox(timeout=600) as sandbox:
         yield sandbox
-    finally:
-        sandbox.terminate()
 
 
 @pytest.mark.e2e

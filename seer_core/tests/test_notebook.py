@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from _images import tiny_png
+from _notebook_kit import local_sandbox
 from filelock import FileLock
 from seer import ExecutionMode, Sandbox, SandboxConfig, SandboxStartError
 from seer.errors import CellExecutionError, CellTimeoutError, KernelDiedError, NotebookError
@@ -45,11 +46,8 @@ def _png() -> bytes:
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[Sandbox]:
-    sandbox = Sandbox(SandboxConfig(timeout=600)).start()
-    try:
+    with local_sandbox(timeout=600) as sandbox:
         yield sandbox
-    finally:
-        sandbox.terminate()
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +57,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def nb(plain: Sandbox, outputs: Path) -> Iterator[NotebookSession]:
-    session = create_notebook_session(plain, name="main", outputs_dir=outputs)
-    try:
+    with create_notebook_session(plain, name="main", outputs_dir=outputs) as session:
         yield session
-    finally:
-        session.shutdown()
 
 
 def _tiny_model(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from _browser import browser as _browser
 from _browser import until as _until
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.execution import create_notebook_session
 from seer.notebook import JupyterClient, NotebookSession
 
@@ -32,11 +33,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(600)]
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
+    with local_sandbox(timeout=900, force=True) as box:
         yield box
-    finally:
-        box.terminate(force=True)
 
 
 def test_a_person_watches_and_writes_in_jupyterlab(sandbox: Sandbox, tmp_path: Path) -> None:

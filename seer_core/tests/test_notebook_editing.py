@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.errors import NotebookError
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession, check_notebook_path, notebook_cells
@@ -28,11 +29,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=600)).start()
-    try:
+    with local_sandbox(timeout=600) as box:
         yield box
-    finally:
-        box.terminate()
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +40,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def session(sandbox: Sandbox, outputs: Path) -> Iterator[NotebookSession]:
-    nb = create_notebook_session(sandbox, name="editing", outputs_dir=outputs)
-    try:
+    with create_notebook_session(sandbox, name="editing", outputs_dir=outputs) as nb:
         yield nb
-    finally:
-        nb.shutdown()
 
 
 @pytest.fixture

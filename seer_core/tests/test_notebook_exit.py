@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession
 
@@ -51,20 +52,14 @@ print(json.dumps({"session_id": session.session_id, "result": result.result}), f
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
+    with local_sandbox(timeout=900, force=True) as box:
         yield box
-    finally:
-        box.terminate(force=True)
 
 
 @pytest.fixture
 def session(sandbox: Sandbox, tmp_path: Path) -> Iterator[NotebookSession]:
-    nb = create_notebook_session(sandbox, outputs_dir=tmp_path / "copy")
-    try:
+    with create_notebook_session(sandbox, outputs_dir=tmp_path / "copy") as nb:
         yield nb
-    finally:
-        nb.shutdown()
 
 
 def test_a_script_that_ends_without_detach_exits_cleanly_and_leaves_the_notebook_saved(

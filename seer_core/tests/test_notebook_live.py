@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from _live_kit import BrowserLikeClient, three_writers
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.errors import NotebookError
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession
@@ -29,20 +30,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
+    with local_sandbox(timeout=900, force=True) as box:
         yield box
-    finally:
-        box.terminate(force=True)
 
 
 @pytest.fixture
 def session(sandbox: Sandbox, tmp_path: Path) -> Iterator[NotebookSession]:
-    nb = create_notebook_session(sandbox, outputs_dir=tmp_path / "copy")
-    try:
+    with create_notebook_session(sandbox, outputs_dir=tmp_path / "copy") as nb:
         yield nb
-    finally:
-        nb.shutdown()
 
 
 def test_three_writers_and_a_browser_at_once_keep_every_cell_in_order(

@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("seer_mcp")
 
 from _mcp_client import McpClient, text, texts
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession
 from seer.runtime.kernel_output import LIMIT, cap_data
@@ -45,12 +45,8 @@ def _server_peak_rss(marker: str) -> int:
 
 @pytest.fixture
 def session() -> Iterator[NotebookSession]:
-    box = Sandbox(SandboxConfig(timeout=600)).start()
-    try:
-        with create_notebook_session(box, name="big", outputs_dir=False) as s:
-            yield s
-    finally:
-        box.terminate()
+    with local_sandbox(timeout=600) as box, create_notebook_session(box, name="big", outputs_dir=False) as s:
+        yield s
 
 
 @pytest.mark.unit

@@ -111,16 +111,7 @@ def _calls_every_tool(
 
 
 @pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
-        yield box
-    finally:
-        box.terminate()
-
-
-@pytest.fixture(scope="module")
-def session(sandbox: Sandbox) -> Iterator[NotebookSession]:
+def session(sandbox: Sandbox) -> Iterator[NotebookSession]:  # sandbox: conftest.py
     with create_notebook_session(sandbox, name="inspected", outputs_dir=False) as s:
         yield s
 

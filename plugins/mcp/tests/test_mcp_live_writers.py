@@ -18,7 +18,8 @@ pytest.importorskip("mcp")
 pytest.importorskip("seer_mcp")
 
 from _mcp_writers import session_and_mcp_writers
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
+from seer import Sandbox
 from seer.execution import create_notebook_session
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -26,11 +27,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
+    with local_sandbox(timeout=900, force=True) as box:
         yield box
-    finally:
-        box.terminate(force=True)
 
 
 def test_a_session_two_mcp_clients_and_a_browser_keep_every_cell_in_order(sandbox: Sandbox) -> None:

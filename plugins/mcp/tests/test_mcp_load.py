@@ -18,7 +18,7 @@ pytest.importorskip("mcp")
 pytest.importorskip("seer_mcp")
 
 from _mcp_client import McpClient, text
-from seer import Sandbox, SandboxConfig
+from _notebook_kit import local_sandbox
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession
 
@@ -41,12 +41,8 @@ CELL = (
 
 @pytest.fixture
 def session() -> Iterator[NotebookSession]:
-    box = Sandbox(SandboxConfig(timeout=600)).start()
-    try:
-        with create_notebook_session(box, name="load", outputs_dir=False) as s:
-            yield s
-    finally:
-        box.terminate()
+    with local_sandbox(timeout=600) as box, create_notebook_session(box, name="load", outputs_dir=False) as s:
+        yield s
 
 
 def test_fifty_parallel_first_calls_each_run_or_answer_busy_one_cell_at_a_time(

@@ -85,26 +85,7 @@ def _eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
-# --- fixtures -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
-        yield box
-    finally:
-        box.terminate()
-
-
-@pytest.fixture(scope="module")
-def setup_session(sandbox: Sandbox) -> Iterator[NotebookSession]:
-    """The session a setup script would have made (and printed as JSON)."""
-    session = create_notebook_session(sandbox, name="agent", outputs_dir=False)
-    try:
-        yield session
-    finally:
-        session.shutdown()
+# --- fixtures (``sandbox`` and ``setup_session``: conftest.py) ------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import mcp.types as types
 from _images import tiny_png
 from _mcp_client import McpClient, server_env, text, texts
 from mcp.shared.exceptions import MCPError
-from seer import Sandbox, SandboxConfig
+from seer import Sandbox
 from seer.execution import create_notebook_session
 from seer.notebook import NotebookSession
 
@@ -48,24 +48,7 @@ NOTEBOOK_EDITING_TOOLS = {
 }
 
 
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(timeout=900)).start()
-    try:
-        yield box
-    finally:
-        box.terminate()
-
-
-@pytest.fixture(scope="module")
-def setup_session(sandbox: Sandbox) -> Iterator[NotebookSession]:
-    session = create_notebook_session(sandbox, name="agent", outputs_dir=False)
-    try:
-        yield session
-    finally:
-        session.shutdown()
-
-
+# ``sandbox`` and ``setup_session``: conftest.py
 @pytest.fixture(scope="module")
 def client() -> Iterator[McpClient]:
     with McpClient(SERVER, server_env({"SEER_MCP_PROGRESS_INTERVAL": "1"})) as c:

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _notebook_kit import local_sandbox
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from seer import Library, Sandbox, SandboxConfig, Workspace
@@ -23,11 +24,8 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(SandboxConfig(execution_mode="cli")).start()
-    try:
+    with local_sandbox(execution_mode="cli") as box:
         yield box
-    finally:
-        box.terminate()
 
 
 @pytest.fixture(scope="module")

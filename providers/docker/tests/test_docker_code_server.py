@@ -27,11 +27,10 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
+from _code_server_kit import MARKER, PREPARED, started, write_project
 from _docker_kit import docker_config
 from seer import Sandbox
-from seer.progress import Progress
 from seer.providers import code_server as installer
-from seer.providers.local.provider import local_tools_dir
 from seer_docker.image import TOOLS_DIR
 
 
@@ -40,10 +39,6 @@ def e2e(test):  # type: ignore[no-untyped-def]
     return pytest.mark.e2e(pytest.mark.slow(pytest.mark.timeout(2400)(test)))
 
 
-MARKER = "SEER_DEBUG_MARKER = 28"
-
-#: The local tools folder where it holds a complete install: the sandboxes copy it into the image.
-PREPARED = str(local_tools_dir()) if installer.installed(str(local_tools_dir())) else None
 #: Run the in-image build of code-server even where a prepared install exists (6-11 minutes).
 BUILD = os.environ.get("SEER_TEST_CODE_SERVER_BUILD") == "1"
 
@@ -69,9 +64,7 @@ def _installs(sandbox: Sandbox) -> list[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("debug") / "hello_debug.py"
-    path.write_text(f"{MARKER}\nprint(SEER_DEBUG_MARKER)\n")
-    return path
+    return write_project(tmp_path_factory.mktemp("debug"))
 
 
 @pytest.fixture(scope="module")
@@ -106,9 +99,7 @@ def test_code_server_came_from_the_image_and_a_second_start_installs_nothing(
         # names the client's path; only the install used it) stayed behind
         probe = sandbox.exec(["bash", "-c", "command -v c++ g++ make; ls " + _root() + "/shim"])
         assert probe.exit_code != 0 and not probe.stdout.strip(), probe.output
-    lines: list[str] = []
-    second = Sandbox(_debug_config(project), progress=_Recorder(lines)).start()
-    try:
+    with started(_debug_config(project)) as (second, lines):
         installs = _installs(second)
         assert (installs if PREPARED else len(installs)) == expected
         assert not any("installed code-server" in line for line in lines), lines
@@ -119,8 +110,6 @@ def test_code_server_came_from_the_image_and_a_second_start_installs_nothing(
         python = second.read_file(".seer/code-server/data/User/settings.json")
         assert second.machine.python in python
         port = second.services["code_server"]["port"]
-    finally:
-        second.terminate(force=True)
     assert_gone(port)
 
 
@@ -137,19 +126,13 @@ def _root() -> str:
 def test_the_debug_layer_builds_code_server_in_the_image(project: Path) -> None:
     """The in-image build (no ``code_server_from``): apt's compilers, Node from the package index,
     code-server from npm, in the debug layer; the sandbox runs it."""
-    lines: list[str] = []
-    box = Sandbox(
-        docker_config(debug=True, local_files=[(str(project), "hello_debug.py")]), progress=_Recorder(lines)
-    ).start()
-    try:
+    with started(docker_config(debug=True, local_files=[(str(project), "hello_debug.py")])) as (box, lines):
         assert len(_installs(box)) == 1
         assert not any("installed code-server" in line for line in lines), lines
         assert box.services["code_server"]["root"] == _root()
         with urllib.request.urlopen(f"{box.services['code_server']['url']}/healthz", timeout=30) as resp:
             assert resp.status == 200
         port = box.services["code_server"]["port"]
-    finally:
-        box.terminate(force=True)
     assert_gone(port)
 
 
@@ -262,20 +245,6 @@ def test_the_image_key_follows_the_prepared_install(tmp_path: Path) -> None:
     assert f"{CODE_SERVER_PREPARED}/.complete" in members
     assert not any("/shim" in name for name in members)
     assert {(m.uid, m.gid) for m in members.values()} == {(0, 0)}
-
-
-class _Recorder(Progress):
-    """Progress that keeps every line it is told (the image build's output included)."""
-
-    def __init__(self, lines: list[str]):
-        super().__init__(enabled=False)
-        self.lines = lines
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
-
-    def note(self, text: str) -> None:
-        self.lines.append(text)
 
 
 @pytest.mark.unit

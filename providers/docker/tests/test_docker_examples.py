@@ -9,7 +9,6 @@ to the CPU build this machine keeps a wheel of.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -19,30 +18,21 @@ from typing import Any
 import pytest
 from _docker_kit import BASE_IMAGE, docker_config
 from _model_kit import MODEL_ID
+from _seed_kit import PACKAGES, attach_and_check_model, printed_by, run_setup, setup_script
 from seer import ScopedSandbox
 from seer.rpc import ServedInterface
 from seer_docker.provider import DockerProvider
 from test_scoped import SEED_INTERFACE
-from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
 # The first run builds an image with torch and Jupyter in it: minutes, not seconds.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
-
-#: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
-PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
 
 
 def _docker_setup(hub: Any, volume: str, name: str) -> str:
     """Seed 004's minimal setup script, moved to Docker, its sandbox marked ``name`` (an
     environment variable, ``SEER_TEST_RUN``)."""
     options = {"image": BASE_IMAGE, "network": "host", "model_volume": volume}
-    script = MINIMAL_SETUP.replace(
-        "    gpu=None,\n",
-        f'    gpu=None,\n    provider="docker",\n    provider_options={options!r},\n'
-        f"    env={ {**hub.env(), 'SEER_TEST_RUN': name}!r},\n",
-    ).replace('python_packages=["torch", "transformers", "accelerate"]', f"python_packages={PACKAGES!r}")
-    assert 'provider="docker"' in script and "torch==2.13.0" in script
-    return script
+    return setup_script("docker", options, {**hub.env(), "SEER_TEST_RUN": name})
 
 
 def _sandbox_ids(client: Any, name: str) -> set[str]:
@@ -56,33 +46,17 @@ def _sandbox_ids(client: Any, name: str) -> set[str]:
 
 
 def test_seed_notebook_setup_on_docker(docker_engine: Any, hub: Any, volume: str, tmp_path: Path) -> None:
-    from seer.notebook import NotebookSession
-
-    script = tmp_path / "setup.py"
     name = f"seed-004-{uuid.uuid4().hex[:8]}"
-    script.write_text(_docker_setup(hub, volume, name))
     before = _sandbox_ids(docker_engine, name)
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "HF_TOKEN": "hf_not_a_real_token"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    out = run_setup(_docker_setup(hub, volume, name), tmp_path)
     started = _sandbox_ids(docker_engine, name) - before
     try:
         assert out.returncode == 0, out.stderr[-3000:]
         assert len(started) == 1, started
-        printed = json.loads(out.stdout.strip().splitlines()[-1])
+        printed = printed_by(out)
         assert printed["jupyter_url"].startswith("http://127.0.0.1:")
         # The setup script has exited; the agent attaches to the session it printed.
-        session = NotebookSession.attach(printed["jupyter_url"], printed["session_id"])
-        assert f"**model** ({MODEL_ID})" in session.model_info_text
-        result = session.exec(MODEL_CHECKS)
-        assert result.ok, result.error
-        seen = json.loads(result.stdout)
-        assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
+        session = attach_and_check_model(printed)
         where = session.exec("import os; print(os.environ['SEER_SANDBOX_ID'])")
         assert where.stdout.strip() in started, "the kernel runs in the container"
     finally:

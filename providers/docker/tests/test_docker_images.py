@@ -12,23 +12,12 @@ from typing import Any
 
 import pytest
 from _docker_kit import docker_config
+from _progress_kit import RecordingProgress
 from seer import Sandbox
-from seer.progress import Progress
 from seer_docker.image import PackageSources, python_layers
 from seer_docker.options import DockerOptions
 
 CPU_WHEELS = "/opt/wheels"
-
-
-class RecordingProgress(Progress):
-    """Progress that keeps every line a start reports (the image build's log among them)."""
-
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
 
 
 @pytest.mark.unit

@@ -16,25 +16,14 @@ from typing import Any
 import pytest
 from _docker_kit import BASE_IMAGE, docker_config
 from _model_kit import MODEL_ID
+from _progress_kit import RecordingProgress
 from seer import Sandbox
 from seer.errors import ConfigError
-from seer.progress import Progress
 from seer.testing import killed_client
 from seer.testing.conformance import wait_for
 from seer_docker.provider import DockerProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-class RecordingProgress(Progress):
-    """Progress that keeps every line a start reports."""
-
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
 
 
 def _sandbox_images(client: Any) -> dict[str, str]:

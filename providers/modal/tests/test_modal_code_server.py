@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
-from _code_server_kit import MARKER, RecordingProgress, prepared_or_skip, write_project
+from _code_server_kit import MARKER, prepared_or_skip, started, write_project
 from _modal_kit import modal_config
 from seer import Sandbox
 from seer.errors import ConfigError
@@ -84,20 +84,16 @@ def test_the_layer_is_the_prepared_install_and_a_second_start_uploads_and_builds
     assert probe.exit_code == 0, probe.output
     calls = fake_modal.call_counts()
     layers = fake_modal.layers_built
-    progress = RecordingProgress()
-    second = Sandbox(_config(project, code_server_from=prepared), progress=progress).start()
-    try:
+    with started(_config(project, code_server_from=prepared)) as (second, second_lines):
         assert second.machine.id != sandbox.machine.id
         after = fake_modal.call_counts()
         assert {c: after[c] - calls[c] for c in (*UPLOADS, "ImageGetOrCreate")} == {
             "MountPutFile": 0, "BlobCreate": 0, "ImageGetOrCreate": 0
         }  # fmt: skip
         assert fake_modal.layers_built == layers
-        assert not any("installed code-server" in line for line in progress.lines), progress.lines
+        assert not any("installed code-server" in line for line in second_lines), second_lines
         assert second.read_file(installer.layout(TOOLS_DIR)["installs"]).splitlines() == log
         port = second.services["code_server"]["port"]
-    finally:
-        second.terminate(force=True)
     assert_gone(port)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -32,11 +31,11 @@ from typing import Any
 import pytest
 from _modal_kit import PIP_OPTIONS, modal_config
 from _model_kit import MODEL_ID, tiny_dirs
+from _seed_kit import PACKAGES, attach_and_check_model, printed_by, run_setup, setup_script
 from _seed_notebook import agent_then_teardown_keeps_every_cell
 from seer.notebook.server import NotebookMode
 from seer_modal.testing import FakeModal
 from test_scoped import SEED_INTERFACE
-from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
 # The first start builds an image with torch and Jupyter in it: minutes, not seconds.
 pytestmark = [
@@ -46,10 +45,9 @@ pytestmark = [
     pytest.mark.usefixtures("no_leaked_sandboxes"),
 ]
 
-#: What a model-loading sandbox installs (torch: the local CPU wheel), then what notebook mode
-#: and the model fetcher add, in the order core adds them: the notebook and the scoped sandboxes
-#: ask for the same list, so they share every image layer.
-PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
+#: What a model-loading sandbox installs (``PACKAGES``), then what notebook mode and the model
+#: fetcher add, in the order core adds them: the notebook and the scoped sandboxes ask for the same
+#: list, so they share every image layer.
 NOTEBOOK_PACKAGES = [*PACKAGES, *NotebookMode.required_packages, "huggingface_hub>=1"]
 PATHS = {"default": None, "gpu": "A100"}
 
@@ -91,17 +89,6 @@ def _options(volume: str) -> dict[str, str]:
     return {"model_volume": volume, "pip_options": PIP_OPTIONS}
 
 
-def _setup_script(hub: Any, volume: str, gpu: str | None) -> str:
-    """Seed 004's minimal setup script, moved to Modal."""
-    script = MINIMAL_SETUP.replace(
-        "    gpu=None,\n",
-        f'    gpu={gpu!r},\n    provider="modal",\n    provider_options={_options(volume)!r},\n'
-        f"    env={hub.env()!r},\n",
-    ).replace('python_packages=["torch", "transformers", "accelerate"]', f"python_packages={PACKAGES!r}")
-    assert 'provider="modal"' in script and "torch==2.13.0" in script
-    return script
-
-
 def _started(fake: FakeModal, before: set[str]) -> list[str]:
     return [i for i, s in fake.state.sandboxes.items() if i not in before and s.result is None]
 
@@ -110,38 +97,24 @@ def _started(fake: FakeModal, before: set[str]) -> list[str]:
 def test_seed_notebook_flow(
     path: str, fake_modal: FakeModal, hub: Any, volume: str, starts: list[str], tmp_path: Path
 ) -> None:
-    from seer.notebook import NotebookSession
     from seer_modal.provider import ModalProvider
 
-    script = tmp_path / "setup.py"
-    script.write_text(_setup_script(hub, volume, PATHS[path]))
+    script = setup_script("modal", _options(volume), hub.env(), gpu=PATHS[path])
     before = set(fake_modal.state.sandboxes)
     layers, downloaded = fake_modal.layers_built, hub.bytes_served
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "HF_TOKEN": "hf_not_a_real_token"},
-        capture_output=True,
-        text=True,
-        timeout=1100,
-    )
+    out = run_setup(script, tmp_path, timeout=1100)
     started = _started(fake_modal, before)
     try:
         assert out.returncode == 0, out.stderr[-3000:]
         assert len(started) == 1, started
         record = fake_modal.state.sandboxes[started[0]]
         assert (record.gpu, record.version) == (("A100-40GB", 1) if path == "gpu" else (None, 2))
-        printed = json.loads(out.stdout.strip().splitlines()[-1])
+        printed = printed_by(out)
         # jupyter_url is one of the sandbox's tunnels (plain HTTP on the fake's loopback)
         url = urllib.parse.urlsplit(printed["jupyter_url"])
         assert url.hostname == "127.0.0.1" and url.port in {t.port for t in record.tunnels}
         # The setup script has exited; the agent attaches to the session it printed.
-        session = NotebookSession.attach(printed["jupyter_url"], printed["session_id"])
-        assert f"**model** ({MODEL_ID})" in session.model_info_text
-        result = session.exec(MODEL_CHECKS)
-        assert result.ok, result.error
-        seen = json.loads(result.stdout)
-        assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
+        session = attach_and_check_model(printed)
         where = session.exec("import os; print(os.environ['SEER_SANDBOX_ID'])")
         assert where.stdout.strip() == f"modal-{started[0]}", "the kernel runs in the sandbox"
         # the agent's MCP server writes the same notebook; seer down keeps every cell

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from _browser import assert_gone, check_code_server
-from _code_server_kit import MARKER, RecordingProgress, prepared_or_skip, write_project
+from _code_server_kit import MARKER, prepared_or_skip, started, write_project
 from seer import Sandbox, SandboxConfig
 from seer.errors import ConfigError, SandboxError
 from seer.providers import code_server as installer
@@ -61,12 +61,8 @@ def _installs(sandbox: Sandbox) -> list[str]:
 def first(
     fake_runpod: FakeRunPod, volume: str, project: Path, prepared: str
 ) -> Iterator[tuple[Sandbox, list[str]]]:
-    progress = RecordingProgress()
-    box = Sandbox(_config(project, volume, code_server_from=prepared), progress=progress).start()
-    try:
-        yield box, progress.lines
-    finally:
-        box.terminate(force=True)
+    with started(_config(project, volume, code_server_from=prepared)) as first:
+        yield first
 
 
 def test_a_person_opens_vs_code_in_the_browser(first: tuple[Sandbox, list[str]]) -> None:
@@ -98,18 +94,14 @@ def test_a_second_pod_on_the_volume_uploads_and_installs_nothing(
     assert probe.exit_code == 0 and probe.stdout.split() == [
         ".", "..", ".complete", "bin", "installs.log", "lib", "node"
     ], probe.output  # fmt: skip
-    progress = RecordingProgress()
-    second = Sandbox(_config(project, volume, code_server_from=prepared), progress=progress).start()
-    try:
+    with started(_config(project, volume, code_server_from=prepared)) as (second, second_lines):
         assert second.machine.id != sandbox.machine.id
         assert _installs(second) == installs
-        assert not any("code-server" in line and "upload" in line for line in progress.lines), progress.lines
-        assert not any("installed code-server" in line for line in progress.lines), progress.lines
+        assert not any("code-server" in line and "upload" in line for line in second_lines), second_lines
+        assert not any("installed code-server" in line for line in second_lines), second_lines
         settings = second.read_file(".seer/code-server/data/User/settings.json")
         assert second.machine.python in settings
         port = second.services["code_server"]["port"]
-    finally:
-        second.terminate(force=True)
     assert_gone(port)
 
 

@@ -12,25 +12,20 @@ client copy (``tests/_seed_notebook.py``).
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _model_kit import MODEL_ID
+from _seed_kit import PACKAGES, attach_and_check_model, printed_by, run_setup, served_seed, setup_script
 from _seed_notebook import agent_then_teardown_keeps_every_cell
-from seer import SandboxConfig, ScopedSandbox
+from seer import SandboxConfig
 from seer.rpc import ServedInterface
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
-from test_scoped import SEED_INTERFACE
 from test_scoped import test_seed_interface_through_each_of_the_four_expose_modes as four_modes
-from test_seed_examples import MINIMAL_SETUP, MODEL_CHECKS
 
 # Each start makes (or reuses) an environment on the volume; torch, transformers and Jupyter are in
 # the pods' system Python (conftest.py), as in RunPod's pytorch images, so it installs nothing heavy.
@@ -41,41 +36,18 @@ pytestmark = [
     pytest.mark.usefixtures("no_leaked_pods"),
 ]
 
-#: What a model-loading sandbox installs on this machine (torch: the local CPU wheel).
-PACKAGES = ["torch==2.13.0", "transformers", "accelerate"]
-
 
 def test_seed_notebook_setup_on_runpod(
     fake_runpod: FakeRunPod, volume: str, hub: Any, tmp_path: Path
 ) -> None:
-    from seer.notebook import NotebookSession
-
-    options = {"network_volume_id": volume}
-    script = MINIMAL_SETUP.replace(
-        "    gpu=None,\n",
-        f'    gpu=None,\n    provider="runpod",\n    provider_options={options!r},\n    env={hub.env()!r},\n',
-    ).replace('python_packages=["torch", "transformers", "accelerate"]', f"python_packages={PACKAGES!r}")
-    (tmp_path / "setup.py").write_text(script)
-    out = subprocess.run(
-        [sys.executable, "setup.py"],
-        cwd=tmp_path,
-        env={**os.environ, "HF_TOKEN": "hf_not_a_real_token"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    out = run_setup(setup_script("runpod", {"network_volume_id": volume}, hub.env()), tmp_path)
     started = {m.id for m in RunPodProvider().list() if m.status.alive}
     try:
         assert out.returncode == 0, out.stderr[-3000:]
         assert len(started) == 1, (started, out.stderr[-2000:])
-        printed = json.loads(out.stdout.strip().splitlines()[-1])
+        printed = printed_by(out)
         # the setup script has exited; the agent attaches through the forward it left running
-        session = NotebookSession.attach(printed["jupyter_url"], printed["session_id"])
-        assert f"**model** ({MODEL_ID})" in session.model_info_text
-        result = session.exec(MODEL_CHECKS)
-        assert result.ok, result.error
-        seen = json.loads(result.stdout)
-        assert seen["states"] == 3 and seen["fired"] == [seen["last"]]
+        session = attach_and_check_model(printed)
         where = session.exec("import os; print(os.environ['RUNPOD_POD_ID'])").stdout.strip()
         assert re.fullmatch(r"[a-z0-9]+", where) and fake_runpod.pods[where].terminated_by is None
         # the agent's MCP server writes the same notebook; seer down keeps every cell
@@ -96,16 +68,8 @@ def seed(volume: str, hub: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
         python_packages=PACKAGES,
         provider_options={"network_volume_id": volume},
     )
-    sandbox = ScopedSandbox(config)
-    try:
-        sandbox.start(name="scoped-runpod")
-        path = tmp_path_factory.mktemp("seed") / "interface.py"
-        path.write_text(SEED_INTERFACE)
-        served = sandbox.serve(path, expose_as=None)
-        assert isinstance(served, ServedInterface)
+    with served_seed(config, "scoped-runpod", tmp_path_factory.mktemp("seed")) as served:
         yield served
-    finally:
-        sandbox.terminate()
 
 
 def test_seed_interface_through_the_four_expose_modes_on_runpod(

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seer import Sandbox, SandboxConfig
+from _progress_kit import RecordingProgress
+from _runpod_kit import runpod_config
+from seer import Sandbox
 from seer.errors import ConfigError, SandboxError
-from seer.progress import Progress
 from seer.testing import killed_client
 from seer.testing.conformance import wait_for
 from seer_runpod.provider import RunPodProvider
@@ -23,14 +24,6 @@ from seer_runpod.testing import FakeRunPod
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_pods")]
 
 DEPLOYS = ("podFindAndDeployOnDemand", "deployCpuPod")
-
-
-def _config(volume: str | None = None, **changes: Any) -> SandboxConfig:
-    data: dict[str, Any] = {"provider": "runpod", "execution_mode": "cli", "timeout": 900}
-    if volume is not None:
-        data["provider_options"] = {"network_volume_id": volume}
-    data.update(changes)
-    return SandboxConfig.model_validate(data)
 
 
 def _deploys(fake: FakeRunPod) -> int:
@@ -50,20 +43,20 @@ def test_missing_api_key_is_a_clear_error_before_anything(
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.runpod/config.toml either
     calls = len(fake_runpod.calls)
     with pytest.raises(ConfigError) as info:
-        Sandbox(_config()).start()
+        Sandbox(runpod_config()).start()
     assert info.value.fields == ["provider"]
     assert "no RunPod API key: set RUNPOD_API_KEY" in str(info.value) and "runpod config" in str(info.value)
     assert len(fake_runpod.calls) == calls, "no API call was made"
     # runpod's own config file is where the key may come from instead
     (tmp_path / ".runpod").mkdir()
     (tmp_path / ".runpod" / "config.toml").write_text(f'[default]\napi_key = "{fake_runpod.api_key}"\n')
-    assert RunPodProvider.check_config(_config()) == []
+    assert RunPodProvider.check_config(runpod_config()) == []
 
 
 def test_unknown_gpu_is_refused_listing_what_is_available_with_prices(fake_runpod: FakeRunPod) -> None:
     deploys = _deploys(fake_runpod)
     with pytest.raises(ConfigError) as info:
-        Sandbox(_config(gpu="T4")).start()
+        Sandbox(runpod_config(gpu="T4")).start()
     assert info.value.fields == ["gpu"]
     message = str(info.value)
     assert "RunPod offers no GPU matching 'T4'" in message
@@ -81,7 +74,7 @@ def test_unavailable_gpu_is_refused(fake_runpod: FakeRunPod) -> None:
         for gpu_id in stock:
             fake_runpod.set_stock(gpu_id, 0)
         with pytest.raises(ConfigError) as info:
-            Sandbox(_config(gpu="A100")).start()
+            Sandbox(runpod_config(gpu="A100")).start()
         assert info.value.fields == ["gpu"]
         assert "RunPod has no 1 x A100 free now" in str(info.value)
         assert "NVIDIA A100 80GB PCIe (80 GB, none free now)" in str(info.value)
@@ -95,7 +88,7 @@ def test_a_gpu_pod_is_rented_with_runpods_gpu_type_and_the_secrets_in_its_env(
     fake_runpod: FakeRunPod, volume: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SEER_TEST_SECRET", "s3cret-value")
-    config = _config(volume, gpu="A100", gpu_count=2, secrets=["SEER_TEST_SECRET"])
+    config = runpod_config(volume, gpu="A100", gpu_count=2, secrets=["SEER_TEST_SECRET"])
     with Sandbox(config).start(name="gpu-pod") as sb:
         pod = _pod_of(fake_runpod, sb.sandbox_id)
         # the cheapest A100 RunPod has (its own list: A100 PCIe at 1.19/h beats SXM at 1.39/h)
@@ -119,7 +112,7 @@ def test_a_pod_whose_ssh_never_appears_is_a_clear_error_and_is_terminated(fake_r
     fake_runpod.boot_delay = 600  # runtime stays null, as while RunPod pulls a large image
     try:
         with pytest.raises(SandboxError, match=r"did not answer over SSH in 3 s: the pod has no SSH port"):
-            Sandbox(_config(provider_options={"startup_timeout": 3})).start()
+            Sandbox(runpod_config(provider_options={"startup_timeout": 3})).start()
     finally:
         fake_runpod.boot_delay = 0.0
     (pod_id,) = set(fake_runpod.pods) - before
@@ -140,9 +133,9 @@ def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
 ) -> None:
     # the volume's environment built first: the short sandbox's 25 s are for its watchdog, not
     # for an environment build that, on a loaded machine, takes longer
-    Sandbox(_config(volume)).start(quiet=True).terminate()
-    short = killed_client(_config(volume, timeout=25), name="orphan-short")
-    long = killed_client(_config(volume, timeout=900), name="orphan-long")
+    Sandbox(runpod_config(volume)).start(quiet=True).terminate()
+    short = killed_client(runpod_config(volume, timeout=25), name="orphan-short")
+    long = killed_client(runpod_config(volume, timeout=900), name="orphan-long")
     short_pod, long_pod = _pod_of(fake_runpod, short), _pod_of(fake_runpod, long)
     # seer ls lists both from the API, with their age and cost so far
     listed = {m["sandbox_id"]: m for m in _seer("ls", "--json")}
@@ -167,13 +160,6 @@ def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
 
 
 # --- must show: the second start on the volume downloads nothing, reuses the environment -------
-class RecordingProgress(Progress):
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
 
 
 def test_second_start_on_the_network_volume_downloads_nothing(
@@ -182,7 +168,7 @@ def test_second_start_on_the_network_volume_downloads_nothing(
     from _model_kit import MODEL_ID
 
     volume = fake_runpod.add_network_volume("seer-models-once")
-    config = _config(volume, models=[{"name": MODEL_ID}], env=hub.env(), python_packages=["six"])
+    config = runpod_config(volume, models=[{"name": MODEL_ID}], env=hub.env(), python_packages=["six"])
     first_progress = RecordingProgress()
     with Sandbox(config, progress=first_progress).start(name="model-first") as sb:
         first = sb.model_handles

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seer import Sandbox, SandboxConfig
+from _runpod_kit import runpod_config
+from seer import Sandbox
 from seer.errors import ConfigError
 from seer.testing import killed_client
 from seer.testing.conformance import wait_for
@@ -31,14 +32,6 @@ from seer_runpod.testing import FakeRunPod
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("no_leaked_pods")]
 
 SECRET = "s3cret-runpodsec-4f1d"
-
-
-def _config(volume: str | None = None, **changes: Any) -> SandboxConfig:
-    data: dict[str, Any] = {"provider": "runpod", "execution_mode": "cli", "timeout": 900}
-    if volume is not None:
-        data["provider_options"] = {"network_volume_id": volume}
-    data.update(changes)
-    return SandboxConfig.model_validate(data)
 
 
 def _pod_of(fake: FakeRunPod, sandbox_id: str) -> Any:
@@ -63,7 +56,7 @@ def test_a_later_pod_on_the_network_volume_finds_nothing_of_earlier_sandboxes(
 ) -> None:
     monkeypatch.setenv("SEER_TEST_SECRET", SECRET)
     monkeypatch.setenv("SEER_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    config = _config(volume, secrets=["SEER_TEST_SECRET"])
+    config = runpod_config(volume, secrets=["SEER_TEST_SECRET"])
     # what each pod holds of its sandbox at the moment RunPod is asked to terminate it
     at_termination: dict[str, str] = {}
     terminate = fake_runpod.terminate
@@ -89,7 +82,7 @@ def test_a_later_pod_on_the_network_volume_finds_nothing_of_earlier_sandboxes(
     assert at_termination[f"seer-{terminated}"].split() == [".lock", "meta.json"]
     # ... another ends itself at its timeout with no client (its pod terminates itself); its start
     # reuses the environment the first built on the volume, so its timeout can be short
-    expiring = killed_client(_config(volume, timeout=45, secrets=["SEER_TEST_SECRET"]), name="expiring")
+    expiring = killed_client(runpod_config(volume, timeout=45, secrets=["SEER_TEST_SECRET"]), name="expiring")
     expiring_pod = _pod_of(fake_runpod, expiring)
     Sandbox.attach(expiring).exec(_WORK.replace("{tag}", "expired"), timeout=60, check=True)
     kept = tmp_path / "outputs" / terminated
@@ -100,7 +93,7 @@ def test_a_later_pod_on_the_network_volume_finds_nothing_of_earlier_sandboxes(
     assert expiring_pod.terminated_by == f"pod:{expiring_pod.id}"
     assert at_termination[f"seer-{expiring}"].split() == [".lock", "meta.json"]
     # a second pod on the same volume, root as every agent is, reads what the first two left
-    with Sandbox(_config(volume)).start(name="reader") as reader:
+    with Sandbox(runpod_config(volume)).start(name="reader") as reader:
         found = reader.exec(
             f"grep -rIl -- {SECRET} {mount} ; find {mount} -name 'leftover-*' -o -name env.sh "
             f"-o -path '*/sandboxes/{terminated}*' -o -path '*/sandboxes/{expiring}*' "
@@ -120,13 +113,13 @@ def test_hidden_models_with_a_network_volume_are_refused_before_anything_is_rent
     hidden = [{"name": "org/secret-model", "hidden": True}]
     deploys = _deploys(fake_runpod)
     with pytest.raises(ConfigError) as info:
-        Sandbox(_config(volume, models=hidden)).start()
+        Sandbox(runpod_config(volume, models=hidden)).start()
     assert "provider_options.network_volume_id" in info.value.fields
     message = str(info.value)
     assert "hidden" in message and "shared model cache" in message
     assert _deploys(fake_runpod) == deploys
     # without a network volume (the pod's own volume goes with the pod) it is accepted
-    problems = RunPodProvider.check_config(_config(models=hidden))
+    problems = RunPodProvider.check_config(runpod_config(models=hidden))
     assert [p for p in problems if "network_volume" in p.field] == []
 
 
@@ -156,7 +149,7 @@ def _as_pod(fake: FakeRunPod, pod: Any, query: str) -> dict[str, Any]:
 def test_a_pod_its_agent_stopped_is_listed_and_terminable_from_another_home(
     fake_runpod: FakeRunPod, volume: str, tmp_path: Path
 ) -> None:
-    sandbox_id = killed_client(_config(volume), name="stopped-by-agent")  # the volume's environment
+    sandbox_id = killed_client(runpod_config(volume), name="stopped-by-agent")  # the volume's environment
     pod = _pod_of(fake_runpod, sandbox_id)
     other = tmp_path / "other-home"  # a seer home that never saw it: only the API key
     # the agent stops its own pod with the pod's key; the watchdog dies with the container
@@ -187,7 +180,7 @@ def test_a_volume_mount_path_that_would_reach_graphql_unescaped_is_refused(
 ) -> None:
     deploys = _deploys(fake_runpod)
     with pytest.raises(ConfigError) as info:
-        Sandbox(_config(provider_options={"volume_mount_path": path})).start()
+        Sandbox(runpod_config(provider_options={"volume_mount_path": path})).start()
     assert info.value.fields == ["provider_options.volume_mount_path"]
     assert _deploys(fake_runpod) == deploys
 

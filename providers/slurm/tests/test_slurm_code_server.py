@@ -24,10 +24,10 @@ from _browser import assert_gone, check_code_server
 from _code_server_kit import (
     MARKER,
     PREPARED,
-    RecordingProgress,
     assert_copied_once,
     assert_nothing_copied,
     prepared_or_skip,
+    started,
     write_project,
 )
 from seer import Sandbox
@@ -66,12 +66,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def first(slurm_cluster: SlurmCluster, project: Path) -> Iterator[tuple[Sandbox, list[str]]]:
     prepared_or_skip()
-    progress = RecordingProgress()
-    sandbox = Sandbox(_config(slurm_cluster, project, code_server_from=PREPARED), progress=progress).start()
-    try:
-        yield sandbox, progress.lines
-    finally:
-        sandbox.terminate(force=True)
+    with started(_config(slurm_cluster, project, code_server_from=PREPARED)) as first:
+        yield first
 
 
 def test_a_person_opens_vs_code_in_the_browser(first: tuple[Sandbox, list[str]]) -> None:
@@ -93,15 +89,11 @@ def test_copied_once_per_cluster_a_second_start_copies_nothing(
 ) -> None:
     installs = _installs(slurm_cluster)
     assert_copied_once(installs)
-    progress = RecordingProgress()
-    second = Sandbox(_config(slurm_cluster, project, code_server_from=PREPARED), progress=progress).start()
-    try:
+    with started(_config(slurm_cluster, project, code_server_from=PREPARED)) as (second, lines):
         assert _installs(slurm_cluster) == installs
-        assert_nothing_copied(progress.lines)
+        assert_nothing_copied(lines)
         url = second.services["code_server"]["url"]
         node = second.machine.record["node"]  # type: ignore[attr-defined]
-    finally:
-        second.terminate(force=True)
     assert_gone(int(urllib.parse.urlsplit(url).port or 0))
     assert not [cmd for _, cmd in slurm_cluster.user_processes(node) if second.sandbox_id in cmd]
 

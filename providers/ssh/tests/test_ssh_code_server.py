@@ -27,10 +27,10 @@ from _browser import assert_gone, check_code_server
 from _code_server_kit import (
     MARKER,
     PREPARED,
-    RecordingProgress,
     assert_copied_once,
     assert_nothing_copied,
     prepared_or_skip,
+    started,
     write_project,
 )
 from _ssh_kit import Box
@@ -66,12 +66,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def first(box: Box, project: Path) -> Iterator[tuple[Sandbox, list[str]]]:
     prepared_or_skip()
-    progress = RecordingProgress()
-    sandbox = Sandbox(_config(box, project), progress=progress).start()
-    try:
-        yield sandbox, progress.lines
-    finally:
-        sandbox.terminate(force=True)
+    with started(_config(box, project)) as first:
+        yield first
 
 
 def test_a_person_opens_vs_code_in_the_browser(first: tuple[Sandbox, list[str]]) -> None:
@@ -99,16 +95,12 @@ def test_copied_once_per_host_a_second_start_copies_nothing(
     # stayed on the client
     probe = box.host.exec_as_root(f"command -v c++ g++ make; ls {installer.layout(TOOLS)['root']}/shim")
     assert probe.exit_code != 0 and not probe.stdout.strip(), probe
-    progress = RecordingProgress()
-    second = Sandbox(_config(box, project), progress=progress).start()
-    try:
+    with started(_config(box, project)) as (second, second_lines):
         assert _host_installs(box) == installs
-        assert_nothing_copied(progress.lines)
+        assert_nothing_copied(second_lines)
         settings = second.read_file(".seer/code-server/data/User/settings.json")
         assert second.machine.python in settings
         url = second.services["code_server"]["url"]
-    finally:
-        second.terminate(force=True)
     # teardown: the forward is gone, and so is the second sandbox's code-server on the host
     assert_gone(int(urllib.parse.urlsplit(url).port or 0))
     left = [cmd for _, cmd in box.host.user_processes() if second.sandbox_id in cmd]
@@ -186,15 +178,11 @@ def test_a_host_with_compilers_installs_code_server_once(tmp_path: Path) -> None
         box = Box(host, tmp_path)
         tools = f"/home/{host.user}/.seer/tools"
         for _ in range(2):
-            progress = RecordingProgress()
             # the first start builds code-server (minutes under load) within its lifetime
-            sandbox = Sandbox(box.config(debug=True, timeout=3600), progress=progress).start()
-            try:
+            with started(box.config(debug=True, timeout=3600)) as (sandbox, _):
                 assert sandbox.services["code_server"]["root"] == installer.layout(tools)["root"]
                 url = sandbox.services["code_server"]["url"]
                 with urllib.request.urlopen(f"{url}/healthz", timeout=30) as resp:
                     assert resp.status == 200
-            finally:
-                sandbox.terminate(force=True)
             log = host.exec_as_root(f"cat {installer.layout(tools)['installs']}").check().stdout
             assert len(log.splitlines()) == 1 and "installed code-server" in log  # once, by the first

@@ -18,27 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _progress_kit import RecordingProgress
 from _ssh_kit import Box
 from seer import Sandbox
 from seer.errors import ConfigError, SandboxError
-from seer.progress import Progress
 from seer.providers.base import MachineStatus
 from seer.testing.conformance import wait_for
 from seer_ssh.connection import ConnectionLost
 from seer_ssh.provider import SshProvider
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-class RecordingProgress(Progress):
-    """Progress that keeps every line a start reports."""
-
-    def __init__(self) -> None:
-        super().__init__(enabled=False)
-        self.lines: list[str] = []
-
-    def update(self, text: str) -> None:
-        self.lines.append(text)
 
 
 def _remote_sandboxes(box: Box) -> list[str]:

@@ -7,6 +7,7 @@ import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from seer_ssh.options import check_interpreter
 
 __all__ = ["DEFAULT_IMAGE", "RunPodOptions"]
 
@@ -86,9 +87,7 @@ class RunPodOptions(BaseModel):
     @field_validator("python")
     @classmethod
     def _check_python(cls, value: str) -> str:
-        if not value or any(c.isspace() for c in value) or value.startswith("-"):
-            raise ValueError(f"{value!r} is not an interpreter name or path")
-        return value
+        return check_interpreter(value)
 
     @field_validator("code_server_from")
     @classmethod

@@ -26,10 +26,18 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-__all__ = ["SshOptions", "command_line_hosts", "hosts_file", "named_hosts"]
+__all__ = ["SshOptions", "check_interpreter", "command_line_hosts", "hosts_file", "named_hosts"]
 
 _HOST = re.compile(r"^[A-Za-z0-9_.:\[\]-]+$")
 _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def check_interpreter(value: str) -> str:
+    """``value``, where it can name the remote Python (a name or a path: not empty, no white
+    space, not an option); a ValueError naming it otherwise. seer-runpod's options use it too."""
+    if not value or any(c.isspace() for c in value) or value.startswith("-"):
+        raise ValueError(f"{value!r} is not an interpreter name or path")
+    return value
 
 
 class SshOptions(BaseModel):
@@ -116,9 +124,7 @@ class SshOptions(BaseModel):
     @field_validator("python")
     @classmethod
     def _check_python(cls, value: str) -> str:
-        if not value or any(c.isspace() for c in value) or value.startswith("-"):
-            raise ValueError(f"{value!r} is not an interpreter name or path")
-        return value
+        return check_interpreter(value)
 
     @property
     def address(self) -> str:
