@@ -99,7 +99,8 @@ def test_gres_time_and_listing(slurm_cluster: SlurmCluster) -> None:
         info = next(m for m in SlurmProvider().list() if m.id == sb.sandbox_id)
         assert info.status is MachineStatus.RUNNING
         assert info.labels["slurm.job_id"] == job_id
-        assert info.labels["slurm.node"] in slurm_cluster.node_names
+        node = info.labels["slurm.node"]
+        assert node in slurm_cluster.node_names
         assert info.labels["slurm.state"] == "RUNNING"
         assert info.labels["slurm.limit"] == f"{job_minutes(300)}:00"
         assert ":" in info.labels["slurm.elapsed"]
@@ -113,9 +114,10 @@ def test_gres_time_and_listing(slurm_cluster: SlurmCluster) -> None:
     finally:
         sb.terminate()
     assert sb.status is MachineStatus.TERMINATED
-    assert not [
-        j for j in _seer_jobs(slurm_cluster) if j["state"] == "RUNNING" and sb.sandbox_id in j["name"]
-    ]
+    # terminate returns once the job has left the queue (scancel alone returns while the job's
+    # supervisor still ends the sandbox): nothing of the sandbox runs on the node any more
+    assert not [j for j in _seer_jobs(slurm_cluster) if sb.sandbox_id in j["name"]]
+    assert not [cmd for _, cmd in slurm_cluster.user_processes(node) if sb.sandbox_id in cmd]
     # the supervisor removed its job script, node file and output as its job ended
     left = f"ls ~/.seer-slurm/slurm/ | grep {sb.sandbox_id} || true"
     _wait(lambda: not slurm_cluster.run(left).stdout.strip(), "the job's files to be removed")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import posixpath
 import re
@@ -71,6 +72,8 @@ from seer_slurm.options import SlurmOptions, cluster_hosts, gres_type
 __all__ = ["SlurmMachine", "SlurmProvider", "partitions"]
 
 #: seer's supervisor, the program each sandbox's job runs (see :mod:`seer_slurm.supervisor`).
+log = logging.getLogger(__name__)
+
 SUPERVISOR = resources.files("seer_slurm").joinpath("supervisor.py").read_text()
 #: Jobs seer submits are named ``seer-<sandbox id>``.
 _JOB_NAME = re.compile(r"^seer-(slurm-[0-9a-f]{12})$")
@@ -636,6 +639,36 @@ class SlurmProvider(Provider):
                 raise SandboxError(
                     f"scancel {' '.join(sorted(job_ids))} failed: {err.strip() or out.strip()}"
                 )
+            _wait_jobs_gone(login, job_ids)
+
+
+#: How long ``terminate`` waits for a cancelled job to leave the queue (its processes ended on
+#: the node): SLURM sends SIGTERM, and SIGKILL after the cluster's KillWait (30 s by default).
+JOB_END_WAIT = 45.0
+
+
+def _wait_jobs_gone(login: Connection, job_ids: set[str]) -> None:
+    """Wait until ``squeue`` no longer lists ``job_ids`` (at most :data:`JOB_END_WAIT`).
+
+    ``scancel`` returns as soon as the signal is sent; the job's supervisor then ends the sandbox
+    on the node (it is COMPLETING meanwhile). Waiting here means that when ``terminate`` returns,
+    nothing of the sandbox runs on the node any more. A job still there after the wait is left
+    to SLURM (it kills the job's processes after its KillWait) and logged."""
+    deadline = time.monotonic() + JOB_END_WAIT
+    delay = 0.05
+    while True:
+        code, out, _ = login.run("squeue --me -h -o %i", timeout=60)
+        if code == 0 and not job_ids & {line.strip() for line in out.splitlines()}:
+            return
+        if time.monotonic() >= deadline:
+            log.warning(
+                "job %s still in the queue %g s after scancel; SLURM ends it",
+                " ".join(sorted(job_ids)),
+                JOB_END_WAIT,
+            )
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 def _is_fetcher(argv: list[str]) -> bool:
