@@ -11,11 +11,16 @@ The shared helpers (``_model_kit``, ``_images``, ...) live in ``tests/``, which 
   written to the user's Hugging Face cache.
 * At the end of the run, no local sandbox may still be running: a leak fails the run.
 * Every test is ``unit`` or ``e2e`` (``tests/_test_kinds.py``, loaded here for every folder).
+* Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the run and in every process it starts, however
+  the run was launched: a shell without job control starts a background command (``... &``) with
+  SIGINT ignored, every process below it inherits that, and the tests of what Ctrl-C does would
+  fail (a Python started with SIGINT ignored keeps ignoring it).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +39,8 @@ os.environ.pop("HF_TOKEN", None)
 os.environ.pop("SEER_PROVIDER", None)
 os.environ.pop("SEER_LOAD_PLUGINS", None)
 os.environ.pop("SEER_DISABLE_PLUGINS", None)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
