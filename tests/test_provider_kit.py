@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -266,6 +267,49 @@ def test_starter_watch_loads_no_provider_while_the_start_runs() -> None:
     assert "seer.providers.starter" in loaded
     assert not {"site", "pathlib", "pydantic", "seer.providers.base", "seer.providers.kit"} & loaded, loaded
     assert MachineStatus.RUNNING.value == starter.RUNNING
+
+
+def test_starter_watch_wakes_when_the_starter_closes_its_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a wake pipe the watch does not wait out its interval: the starter closing the pipe
+    (start finished, the sandbox ended, the record forgotten) makes it look again at once. The
+    interval here is an hour, so only the wake can end the watch within the test."""
+    ledger = kit.Ledger(_Fake)
+    sandbox_id = _fake_id()
+    ledger.begin(sandbox_id, name="n", timeout=600, labels={}, watch=False)
+    monkeypatch.setattr(starter, "WATCH_INTERVAL", 3600.0)
+    wake_read, wake_write = os.pipe()
+    returned: list[bool] = []
+    watch = threading.Thread(
+        target=lambda: returned.append(
+            starter.watch_record(ledger.path(sandbox_id), parent=os.getppid(), wake=wake_read)
+        )
+    )
+    watch.start()
+    try:
+        time.sleep(0.2)
+        assert watch.is_alive(), "the watch left while its starter lives and the start runs"
+        ledger.update(sandbox_id, starter=None)  # what Ledger.started writes before it wakes
+        os.close(wake_write)
+        watch.join(timeout=30)
+        assert not watch.is_alive(), "closing the wake pipe did not wake the watch"
+        assert returned == [False]  # the start finished: nothing to end
+    finally:
+        os.close(wake_read)
+
+
+def test_ledger_started_ends_its_running_watch() -> None:
+    """The watch Ledger.begin starts (its real process) exits once start() finished: the
+    ledger closes its wake pipe in started(), and nothing of the watch outlives the start."""
+    ledger = kit.Ledger(_Fake)
+    sandbox_id = _fake_id()
+    ledger.begin(sandbox_id, name="n", timeout=600, labels={})
+    try:
+        wait_for(lambda: live_processes(str(ledger.path(sandbox_id))), timeout=15, what="the watch to start")
+        assert (_Fake.name, sandbox_id) in kit.ledger._WATCH_WAKERS
+    finally:
+        ledger.started(sandbox_id)
+    assert (_Fake.name, sandbox_id) not in kit.ledger._WATCH_WAKERS
+    wait_for(lambda: not live_processes(str(ledger.path(sandbox_id))), timeout=15, what="the watch to exit")
 
 
 # --- Docker's multiplexed stream -------------------------------------------------------------

@@ -35,6 +35,14 @@ def _uv() -> list[str] | None:
     return None
 
 
+def _command_line(pid: int) -> str:
+    """A process's command line, for a failure's message ('' once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _install(uv: list[str], venv: Path, *requirements: str) -> None:
     """Install into ``venv`` from local paths; ``--no-sources`` so uv takes seer-core from the path
     given, not from the workspace as an editable member. The uv cache is reused: offline first."""
@@ -87,5 +95,6 @@ def test_toy_provider_passes_the_suite_with_seer_core_testing_alone(tmp_path: Pa
         "test_snapshot_restores_files": "provider lacks capability: snapshots",
         "test_gpu": "provider lacks capability: gpu_types",
     }
-    assert not live_processes(str(tmp_path)), "a process of the suite's outlived it"
+    left = {pid: _command_line(pid) for pid in live_processes(str(tmp_path))}
+    assert not left, f"a process of the suite's outlived it: {left}"
     assert not list((tmp_path / "tmp").glob("seer-test-home-*")), "the plugin's SEER_HOME was left behind"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,7 @@ def starter_alive(info: Mapping[str, Any] | None) -> bool:
     return pid > 1 and procs.alive(pid, info.get("started"))
 
 
-def watch_record(record: str | PathLike[str], parent: int | None = None) -> bool:
+def watch_record(record: str | PathLike[str], parent: int | None = None, wake: int | None = None) -> bool:
     """Watch a sandbox's ledger record (``Ledger.path``) until the sandbox needs no watch: True
     when its starter died before ``Sandbox.start`` finished (the caller ends the sandbox), False
     when start finished, the sandbox ended some other way or passed its deadline, or the record
@@ -61,7 +62,12 @@ def watch_record(record: str | PathLike[str], parent: int | None = None) -> bool
 
     ``parent``: the pid of the watch's parent, which is the starter (``Ledger.begin`` starts the
     watch from the starting process): while the watch's parent is still that pid, the starter
-    lives (a process whose parent died is given another one), which needs no look at ``/proc``."""
+    lives (a process whose parent died is given another one), which needs no look at ``/proc``.
+
+    ``wake``: a file descriptor, the read end of a pipe whose write end the starter holds and
+    closes when start finishes or the sandbox ends (and the kernel closes when it dies): the
+    watch waits on it instead of sleeping, so it looks again at once. After its end of file the
+    watch looks every :data:`WATCH_INTERVAL` seconds as without one."""
     while True:
         try:
             with open(record) as fh:
@@ -80,4 +86,9 @@ def watch_record(record: str | PathLike[str], parent: int | None = None) -> bool
         alive = os.getppid() == parent if parent is not None else starter_alive(data["starter"])
         if not alive:
             return True
-        time.sleep(WATCH_INTERVAL)
+        if wake is None:
+            time.sleep(WATCH_INTERVAL)
+            continue
+        readable, _, _ = select.select([wake], [], [], WATCH_INTERVAL)
+        if readable and not os.read(wake, 512):
+            wake = None  # the starter closed it (or died): look again now, then every interval

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 #: Slack when deciding whether a machine that vanished had reached its deadline.
 EXPIRY_SLACK = 5.0
 
+#: The write end of the pipe that wakes each running starter watch, by (provider name, sandbox
+#: id): closing it (start finished, the sandbox ended, its record was forgotten) wakes the watch
+#: at once, so it exits within milliseconds of start() rather than at its next look.
+_WATCH_WAKERS: dict[tuple[str, str], int] = {}
+_WAKERS_LOCK = threading.Lock()
+
 
 # --- the ledger ------------------------------------------------------------------------------
 class Ledger:
@@ -81,6 +87,7 @@ class Ledger:
     def forget(self, sandbox_id: str) -> None:
         """Remove a record (a start that failed and cleaned up after itself)."""
         self.path(sandbox_id).unlink(missing_ok=True)
+        self._wake_watch(sandbox_id)
 
     def begin(
         self,
@@ -114,12 +121,14 @@ class Ledger:
         """``start()`` finished: the sandbox now outlives its client (the watch leaves it be)."""
         if self.read(sandbox_id) is not None:
             self.update(sandbox_id, starter=None)
+        self._wake_watch(sandbox_id)
 
     def end(self, sandbox_id: str, status: MachineStatus = MachineStatus.TERMINATED) -> None:
         """Record that this client ended the sandbox (unless it had ended already)."""
         record = self.read(sandbox_id)
         if record is not None and record.get("status") in (None, MachineStatus.RUNNING.value):
             self.update(sandbox_id, status=status.value, ended_at=time.time(), starter=None)
+        self._wake_watch(sandbox_id)
 
     @staticmethod
     def starting(record: Mapping[str, Any] | None) -> bool:
@@ -205,16 +214,38 @@ class Ledger:
         return [sys.executable, "-S", "-c", _WATCH, *args]
 
     def _watch(self, sandbox_id: str) -> None:
-        proc = subprocess.Popen(
-            self._watch_argv(sandbox_id),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-        )
+        """Start the starter watch, its stdin the read end of a pipe whose write end only this
+        process holds (non-inheritable): the watch wakes when :meth:`started`, :meth:`end` or
+        :meth:`forget` closes it, or when this process dies and the kernel closes it."""
+        wake_read, wake_write = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                self._watch_argv(sandbox_id),
+                stdin=wake_read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except BaseException:
+            os.close(wake_write)
+            raise
+        finally:
+            os.close(wake_read)
+        with _WAKERS_LOCK:
+            earlier = _WATCH_WAKERS.pop((self.provider.name, sandbox_id), None)
+            _WATCH_WAKERS[(self.provider.name, sandbox_id)] = wake_write
+        if earlier is not None:
+            os.close(earlier)
         # reaped when it ends (soon after start() finishes), not left a zombie of this client
         threading.Thread(target=proc.wait, name="seer-starter-watch-reaper", daemon=True).start()
+
+    def _wake_watch(self, sandbox_id: str) -> None:
+        """Close the pipe that wakes this sandbox's starter watch (if this process started one)."""
+        with _WAKERS_LOCK:
+            wake_write = _WATCH_WAKERS.pop((self.provider.name, sandbox_id), None)
+        if wake_write is not None:
+            os.close(wake_write)
 
 
 # The starter watch's process (argv: MODULE QUALNAME SANDBOX_ID RECORD STARTER_PID SEER_ROOT), run
@@ -227,7 +258,7 @@ class Ledger:
 _WATCH = """import sys
 sys.path.append(sys.argv[6])
 from seer.providers.starter import watch_record
-if watch_record(sys.argv[4], parent=int(sys.argv[5])):
+if watch_record(sys.argv[4], parent=int(sys.argv[5]), wake=0):
     import site
     site.main()
     from seer.providers.kit.ledger import end_lost
