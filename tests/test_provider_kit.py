@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -73,6 +74,39 @@ def test_pump_does_not_wait_for_a_background_child_holding_the_streams() -> None
     finally:
         for pid in live_processes(token):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_pump_keeps_output_that_arrives_after_the_exit_status() -> None:
+    # A command silent for longer than the linger, whose output and stream end reach the pump only
+    # after its exit status did (separate calls to a remote API, or reader threads run late): the
+    # quiet that lets the pump stop early counts from the exit, so the output is kept.
+    pump = kit.OutputPump("the command", timeout=30)
+    started = time.monotonic()
+    exit_seen: list[float] = []
+
+    def exited(seconds: float) -> bool:
+        if time.monotonic() - started < 1.5:  # more than the linger, all of it silent
+            time.sleep(min(seconds, 0.02))
+            return False
+        exit_seen.append(time.monotonic())
+        return True
+
+    def stream(data: bytes) -> Callable[[], bytes | None]:
+        chunks = [data, b""]
+
+        def read() -> bytes | None:
+            if not exit_seen or time.monotonic() < exit_seen[0] + 0.3:
+                time.sleep(0.02)
+                return None
+            return chunks.pop(0)
+
+        return read
+
+    pump.read_stream(stream(b"the tail\n"), "stdout")
+    pump.read_stream(stream(b"not found\n"), "stderr")
+    pump.wait(exited)
+    result = pump.result(127)
+    assert (result.stdout, result.stderr) == ("the tail\n", "not found\n")
 
 
 @pytest.mark.e2e

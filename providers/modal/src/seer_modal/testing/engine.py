@@ -142,53 +142,26 @@ class ExecProcess:
         with self._stdin_lock, contextlib.suppress(OSError):
             self._raw.shutdown(socket.SHUT_WR)
 
-    def _running(self) -> bool:
-        try:
-            return bool(self._api.exec_inspect(self.id)["Running"])
-        except Exception:
-            return False
-
     def _pump(self) -> None:
+        """Forward the command's output until the engine ends the stream, then its exit status.
+
+        The engine ends the stream once it has copied all of the command's output, which it may
+        do after it already reports the command ended (under load by a second or more); when a
+        background child holds the output open, it ends the stream itself, a couple of seconds
+        after the command ended. So the end of the stream is the end of the output: nothing
+        that arrives before it is dropped, and the exit status comes after the last of it."""
         frames = StreamFrames(self._on_data)
         raw = self._raw
+        raw.settimeout(None)  # blocking: stdin's sendall (another thread) must not time out
         try:
-            while True:
-                raw.settimeout(0.5)
-                try:
-                    data = raw.recv(1 << 16)
-                except TimeoutError:
-                    # A background child can hold the stream open after the command has ended.
-                    if not self._running():
-                        self._drain(frames)
-                        break
-                    continue
-                except OSError:
-                    break
-                if not data:
-                    break
+            while data := raw.recv(1 << 16):
                 frames.feed(data)
+        except OSError:
+            pass
         finally:
             with contextlib.suppress(OSError):
                 raw.close()
             self._on_exit(self._exit_code())
-
-    def _drain(self, frames: StreamFrames) -> None:
-        """Read what the engine still forwards after the command ended, until the stream ends or
-        a second has passed (a background child may hold it open). The engine can report the
-        command ended before it has copied its last output, under load by more than 0.1 s: a
-        pause is no end of output, so only the stream's end or the deadline stop the reading."""
-        end = time.monotonic() + 1.0
-        while (left := end - time.monotonic()) > 0:
-            self._raw.settimeout(min(0.1, left))
-            try:
-                data = self._raw.recv(1 << 16)
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not data:
-                return
-            frames.feed(data)
 
     def _exit_code(self) -> int:
         """The command's exit status; 137 (killed) when its container is gone."""

@@ -7,9 +7,10 @@ control plane hands out its own address as the router URL, and the SDK accepts a
 router when the control plane is on loopback.
 
 The fake records the name of every call it receives in order (:attr:`FakeModal.calls`), can
-delay each call to stand in for a real network (:attr:`FakeModal.rpc_delay`), and answers every
-call it does not implement with ``UNIMPLEMENTED`` naming the call, so an SDK upgrade that starts
-using a new call fails at once, saying which.
+delay each call to stand in for a real network (:attr:`FakeModal.rpc_delay`) or an exec's output
+behind its exit status (``state.stdio_lag``: two calls may be answered out of order), and answers
+every call it does not implement with ``UNIMPLEMENTED`` naming the call, so an SDK upgrade that
+starts using a new call fails at once, saying which.
 """
 
 from __future__ import annotations

@@ -136,6 +136,8 @@ class Router(task_command_router_grpc.TaskCommandRouterBase):
         while True:
             if offset < len(output.data):
                 chunk = bytes(output.data[offset : offset + CHUNK])
+                if self.state.stdio_lag:
+                    await asyncio.sleep(self.state.stdio_lag)
                 await stream.send_message(sr_pb2.TaskExecStdioReadResponse(data=chunk))
                 offset += len(chunk)
             elif output.closed:

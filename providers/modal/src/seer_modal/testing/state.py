@@ -179,6 +179,9 @@ class FakeState:
     blobs: Any = None
     #: how many sandboxes one ``SandboxList`` page holds (the SDK pages until an empty one)
     list_page: int = 20
+    #: seconds each ``TaskExecStdioRead`` message waits before it is sent: an exec's output
+    #: reaching the client after its exit status, as two calls over a real network may
+    stdio_lag: float = 0.0
     _last_created: float = 0.0
 
     def created_now(self) -> float:

@@ -168,11 +168,15 @@ class OutputPump:
         drain: float = 2.0,
     ) -> None:
         """Wait for the command to end: its streams ended and ``exited(seconds)`` (which may wait
-        up to that long) says it exited; or it exited and its streams stayed quiet for ``linger``
-        seconds (a background child holds them; ``exited(0)`` is asked at most every ``poll``
-        seconds then). At the deadline, or on any exception, ``kill`` and :attr:`kill` end the
-        command; after a deadline the output that still comes within ``drain`` seconds is kept
-        and :class:`~seer.errors.ExecTimeoutError` raised."""
+        up to that long) says it exited; or it exited and its streams then stayed quiet for
+        ``linger`` seconds (a background child holds them). While the streams are open and
+        quiet, ``exited(0)`` is asked at most every ``poll`` seconds. The quiet that ends the
+        wait counts from when the exit was seen, never from before it: the exit status can
+        arrive ahead of the last output (separate calls to a remote API, reader threads that a
+        loaded machine runs late), and a command that ran silent for a while has output in
+        flight at its exit all the same. At the deadline, or on any exception, ``kill`` and
+        :attr:`kill` end the command; after a deadline the output that still comes within
+        ``drain`` seconds is kept and :class:`~seer.errors.ExecTimeoutError` raised."""
         try:
             finished = self._wait(exited, linger, poll)
         except BaseException:
@@ -192,6 +196,7 @@ class OutputPump:
     def _wait(self, exited: Callable[[float], bool], linger: float, poll: float) -> bool:
         """True once the command ended, False at the deadline."""
         last_poll = 0.0
+        exited_at: float | None = None  # when exited(0) first said the command exited
         while True:
             if self._error is not None:
                 raise self._error
@@ -208,10 +213,13 @@ class OutputPump:
             elif self._all_read.wait(step):
                 continue
             now = time.monotonic()
-            if now - self._last_output >= linger and now - last_poll >= poll:
+            if exited_at is not None:
+                if now - max(exited_at, self._last_output) >= linger:
+                    return True
+            elif now - self._last_output >= poll and now - last_poll >= poll:
                 last_poll = now
                 if exited(0):
-                    return True
+                    exited_at = now
 
     def _close(self) -> None:
         """Stop the readers: threads at their next read, an inline stream now."""
