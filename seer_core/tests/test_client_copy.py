@@ -228,3 +228,30 @@ def test_a_copy_whose_every_cell_the_text_holds_is_replaced_at_once(tmp_path: Pa
     assert session.live.waited == 0
     assert copy.read_text() == _nb(["x = 1", "y = 2"])
     assert not list(tmp_path.glob("*.earlier*"))
+
+
+def test_the_rendered_notebook_holds_every_cell_and_the_metadata_as_they_are() -> None:
+    """What the client copy is written from: sources with the line separators JSON leaves as they
+    are (U+2028, U+2029, U+0085) come back unchanged, and metadata changed between two renders
+    is in the second."""
+    from seer.notebook.document import NotebookDocument
+
+    source = "a = '\u2028'\u2029b = '\x85'\n# é\n"
+    cell = {
+        "cell_type": "code",
+        "id": "c1",
+        "source": source,
+        "metadata": {},
+        "outputs": [],
+        "execution_count": 1,
+    }
+    nb = NotebookDocument({"kernelspec": {"name": "python3"}}, [cell])
+    first = json.loads(nb.render())
+    assert first["cells"] == [cell] and first["metadata"] == {"kernelspec": {"name": "python3"}}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.add({"cell_type": "markdown", "id": "c2", "source": "x\u2028y", "metadata": {}})
+    text = nb.render()
+    second = json.loads(text)
+    assert second["metadata"]["language_info"] == {"name": "python"}
+    assert [c["source"] for c in second["cells"]] == [source, "x\u2028y"]
+    assert text.startswith('{\n "cells": [\n  {\n   "cell_type": "code",\n')

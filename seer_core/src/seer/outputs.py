@@ -375,8 +375,11 @@ def state_covers(state: dict[str, int], other: dict[str, int]) -> bool:
 def _copies_lock(folder: Path) -> Iterator[dict[str, Any]]:
     """Hold ``folder``'s lock (:data:`COPIES_RECORD`, ``flock``: released if the holder dies);
     yields its record, written back if changed."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = lock_file(folder / COPIES_RECORD)
+    try:
+        fd = lock_file(folder / COPIES_RECORD)
+    except FileNotFoundError:  # (made here at the first write: not looked for at every one)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = lock_file(folder / COPIES_RECORD)
     assert fd is not None  # (it waits)
     try:
         raw = b""

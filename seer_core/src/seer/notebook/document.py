@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import uuid
 from typing import TYPE_CHECKING, Any, cast
 
@@ -53,6 +52,8 @@ class NotebookDocument:
         self._changes: set[str] = set()
         #: whether any cell may have changed since then (cells changed in place)
         self._all = False
+        #: the metadata as last rendered: compact JSON (to compare), and as written
+        self._metadata_text = ("", "")
 
     def add(self, cell: dict[str, Any]) -> None:
         """Append ``cell`` (an nbformat cell dict) to the notebook."""
@@ -122,8 +123,11 @@ class NotebookDocument:
 
     @staticmethod
     def _dump(obj: Any, indent: str) -> str:
-        text = json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False)
-        return textwrap.indent(text, indent)[len(indent) :]
+        """``obj`` as nbformat writes it (one space a level), every line after the first
+        indented by ``indent``. (The JSON holds no line break but its own: strings escape theirs.
+        ``textwrap.indent`` also broke lines at U+2028 and U+0085, which JSON leaves as they are,
+        and put spaces into such a string.)"""
+        return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\n" + indent)
 
     def render(self) -> str:
         """The notebook as ``.ipynb`` text, re-serialising only the cells that changed."""
@@ -135,12 +139,15 @@ class NotebookDocument:
                 break
             texts[i] = "  " + self._dump(self.cells[i], "  ")
         cells = ",\n".join(cast("list[str]", texts))  # every one serialised now
+        compact = json.dumps(self.metadata, sort_keys=True, ensure_ascii=False)  # (C, not Python)
+        if compact != self._metadata_text[0]:
+            self._metadata_text = (compact, self._dump(self.metadata, " "))
         return (
             '{\n "cells": [\n'
             + cells
             + ("\n" if cells else "")
             + ' ],\n "metadata": '
-            + self._dump(self.metadata, " ")
+            + self._metadata_text[1]
             + ',\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
         )
 
