@@ -144,6 +144,43 @@ def test_begin_starts_the_watchdog_marked_and_recorded_and_end_stops_it(tmp_path
     assert not fired.exists()  # killed while it slept: its command never ran
 
 
+def _running(pid: int, start: str | None) -> bool:
+    """Whether process ``pid``, started at ``start``, still runs (not a zombie, not gone)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat_line.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X") and agent._starttime(pid) == start
+
+
+def test_end_right_after_begin_finds_a_watchdog_still_reading_its_environment(tmp_path: Path) -> None:
+    """The watchdog carries the sandbox's mark from the moment begin returns, not only once it
+    has read the environment file and exec'd (here the file takes a second to read): an end that
+    comes at once still finds it by the mark and kills it."""
+    import time
+
+    base, sandbox_id = tmp_path / "base", "ssh-000000000006"
+    procs = base / "sandboxes" / sandbox_id / "work" / ".seer" / "procs"
+    fired = tmp_path / "fired"
+    spec = {
+        "seconds": "2",
+        "argv": ["touch", str(fired)],
+        "pid_file": str(procs / "watchdog.pid"),
+        "log": str(tmp_path / "watchdog.log"),
+    }
+    env_file = f"sleep 1\nexport {agent.MARK}={sandbox_id}\n"
+    made = _agent("begin", str(base), sandbox_id, "{}", "[]", "{}", "-", "", json.dumps(spec), stdin=env_file)
+    pid = made["watchdog"]
+    start = agent._starttime(pid)
+    assert _agent("end", str(base), sandbox_id, "terminated") == {"status": "terminated"}
+    # end returns once no marked process is left: the watchdog is dead (a zombie until its new
+    # parent reaps it) or gone, not still reading the environment file
+    assert not _running(pid, start), "end left the watchdog running"
+    time.sleep(3)  # past the watchdog's time: had it lived, its command would have run
+    assert not fired.exists()
+
+
 def test_a_watchdog_that_fires_runs_its_command(tmp_path: Path) -> None:
     import time
 

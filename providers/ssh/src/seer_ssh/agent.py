@@ -137,7 +137,7 @@ def begin(
         wanted_env = json.loads(environment)
         made["env"] = ready_env(base, sandbox_id, wanted_env["requirements"], wanted_env["wheel"])
     if watchdog:
-        made["watchdog"] = _start_watchdog(sb, json.loads(watchdog))
+        made["watchdog"] = _start_watchdog(sb, sandbox_id, json.loads(watchdog))
     return made
 
 
@@ -150,12 +150,16 @@ WATCHDOG = """. "$1" || exit 1; cd -- "$2" || exit 1; shift 2; exec bash -c 'sle
 """
 
 
-def _start_watchdog(sb: str, spec: dict[str, Any]) -> int:
+def _start_watchdog(sb: str, sandbox_id: str, spec: dict[str, Any]) -> int:
     """Start the sandbox's watchdog as the kit's ``start_process`` would (in a session of its own,
     its output appended to ``spec["log"]``, ``<pid> <start time>`` in ``spec["pid_file"]``), to
     run ``spec["argv"]`` after ``spec["seconds"]``; its pid. Spawned, not forked: no module of
     ``subprocess``'s weight to import, and nothing of this call's streams is inherited, so the
-    call's channel ends when this process does."""
+    call's channel ends when this process does.
+
+    It carries the sandbox's mark from its first instruction, not only once ``WATCHDOG`` has read
+    the environment file and exec'd: ``end``, even one that comes right after this returns, finds
+    it by that mark (``posix_spawn`` returns once the child has exec'd, its environment set)."""
     log, pid_file = spec["log"], spec["pid_file"]
     _private_dirs([os.path.dirname(log), os.path.dirname(pid_file)])
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -164,7 +168,7 @@ def _start_watchdog(sb: str, spec: dict[str, Any]) -> int:
         pid = os.posix_spawnp(
             "bash",
             [*argv, str(spec["seconds"]), *spec["argv"]],
-            dict(os.environ),
+            {**os.environ, MARK: sandbox_id},
             file_actions=[
                 (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_DUP2, out, 1),
