@@ -316,7 +316,8 @@ def test_starter_watch_wakes_when_the_starter_closes_its_pipe(monkeypatch: pytes
     watch = threading.Thread(
         target=lambda: returned.append(
             starter.watch_record(ledger.path(sandbox_id), parent=os.getppid(), wake=wake_read)
-        )
+        ),
+        daemon=True,  # a watch that never woke must not hold the test run for its hour
     )
     watch.start()
     try:
