@@ -232,11 +232,9 @@ class Ledger:
             raise
         finally:
             os.close(wake_read)
+        self._wake_watch(sandbox_id)  # a watch this process began for the id before, if any
         with _WAKERS_LOCK:
-            earlier = _WATCH_WAKERS.pop((self.provider.name, sandbox_id), None)
             _WATCH_WAKERS[(self.provider.name, sandbox_id)] = wake_write
-        if earlier is not None:
-            os.close(earlier)
         # reaped when it ends (soon after start() finishes), not left a zombie of this client
         threading.Thread(target=proc.wait, name="seer-starter-watch-reaper", daemon=True).start()
 
