@@ -142,6 +142,8 @@ def test_pump_feeds_stdin() -> None:
         ("A100-80GB", "NVIDIA A100-SXM4-80GB", True),
         ("A100-40GB", "NVIDIA A100-SXM4-80GB", False),
         ("H100", "NVIDIA H100 80GB HBM3", True),
+        ("H200", "NVIDIA H200", True),
+        ("H100", "NVIDIA H200", False),
         ("T4", "NVIDIA A10G", False),
     ],
 )

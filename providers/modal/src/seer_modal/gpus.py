@@ -1,7 +1,7 @@
 """seer's GPU names as Modal spells them, and how many of each one sandbox can have.
 
 :data:`MODAL_GPUS` is the provider's capability table (``Capabilities.gpu_types``): seer's catalogue
-names Modal offers, plus Modal's own (``H200``, ``L40S``, ``B200``) so a config can ask for them.
+names Modal offers, plus Modal's own (``L40S``, ``B200``) so a config can ask for them.
 A name or count not in it is refused by ``check_config`` before anything is made.
 """
 

@@ -21,6 +21,7 @@ GPU_CATALOGUE: dict[str, str] = {
     "A100-40GB": "NVIDIA A100, 40 GB",
     "A100-80GB": "NVIDIA A100, 80 GB",
     "H100": "NVIDIA H100, 80 GB",
+    "H200": "NVIDIA H200, 141 GB",
 }
 
 
