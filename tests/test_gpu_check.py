@@ -89,3 +89,29 @@ def test_the_page_says_whether_the_check_has_run_on_a_gpu() -> None:
     page = (ROOT / "docs" / "gpu.md").read_text()
     has_table = "| install seer from .gpu-wheels, offline | passed |" in page and "card NVIDIA" in page
     assert has_table or "has **not yet run on a GPU**" in page
+
+
+def test_the_kernel_age_cell_prints_how_long_ago_its_process_began() -> None:
+    """The seed 004 rows place the kernel's start against the session's with this cell."""
+    import subprocess
+    import sys
+
+    from gpu_check.kernel import KERNEL_AGE
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import time; time.sleep(0.3)\n" + KERNEL_AGE],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    age = float(out.strip())
+    assert 0.25 <= age < 60, age
+
+
+def test_phases_read_in_the_order_measured() -> None:
+    from gpu_check.steps import _phases
+
+    assert (
+        _phases({"start": 1.2345, "session": 3.0, "cell": 0.01})
+        == "start 1.23 s, session 3.00 s, cell 0.01 s"
+    )

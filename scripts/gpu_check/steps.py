@@ -22,6 +22,7 @@ from typing import Any
 
 from gpu_check.kernel import (
     FIRST_CELL,
+    KERNEL_AGE,
     LOAD_BY_HAND,
     LOAD_PEFT_BY_HAND,
     TOOLKIT_CELL,
@@ -140,6 +141,11 @@ def same_result(seer: str, by_hand: str, *, exact: bool) -> str:
 
 
 # --- the seed 004 notebook flow ------------------------------------------------------------------
+def _phases(phases: dict[str, float]) -> str:
+    """``"start 0.71 s, cell 0.05 s"``: where a side's time went, in the order measured."""
+    return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
+
+
 def _setup_log(sandbox: Any) -> str:
     from seer.providers.local.provider import sandbox_dir
 
@@ -152,12 +158,10 @@ def _info_says(info: str, ctx: Context) -> None:
     check(f"Dtype: {ctx.dtype}" in info, f"model_info_text does not say Dtype: {ctx.dtype}: {info!r}")
 
 
-def notebook_and_toolkit(report: Report, ctx: Context) -> None:
-    """Seed 004: start, first result, and the toolkit in the same kernel."""
-    from seer import ExecutionMode, ModelConfig, Sandbox, SandboxConfig, Workspace
-    from seer.execution import create_notebook_session
+def _seed_config(ctx: Context) -> Any:
+    from seer import ExecutionMode, ModelConfig, SandboxConfig
 
-    config = SandboxConfig(
+    return SandboxConfig(
         execution_mode=ExecutionMode.NOTEBOOK,
         gpu=ctx.gpu_type,
         models=[ModelConfig(name=REPO_ID)],
@@ -165,14 +169,55 @@ def notebook_and_toolkit(report: Report, ctx: Context) -> None:
         toolkit=True,
         timeout=3600,
     )
+
+
+def _seer_first_result(ctx: Context, row: Any) -> tuple[Any, Any, Any, str]:
+    """Start the seed's sandbox and notebook and run its first cell; ``row.seer_s`` gets the time.
+    Returns the sandbox (the caller terminates it), the session, the first cell's result and where
+    the time went."""
+    from seer import Sandbox, Workspace
+    from seer.execution import create_notebook_session
+
+    started = time.perf_counter()
+    sandbox = Sandbox(_seed_config(ctx)).start()
+    try:
+        begun = time.perf_counter()
+        session = create_notebook_session(sandbox, Workspace(), outputs_dir=ctx.work / "outputs")
+        ready = time.perf_counter()
+        first = session.exec(FIRST_CELL, timeout=LIMIT)
+        row.seer_s = time.perf_counter() - started
+        phases = {"start": begun - started, "session": ready - begun, "cell": started + row.seer_s - ready}
+        age = session.exec(KERNEL_AGE, hidden=True, timeout=LIMIT)
+        kernel_age = float(age.stdout.strip() or -1) if age.ok else -1.0
+        where = _phases(phases)
+        if kernel_age >= 0:  # when the kernel's process began, against the session's start
+            lead = begun - (time.perf_counter() - kernel_age)
+            where += f" (its kernel began {abs(lead):.2f} s {'before' if lead >= 0 else 'after'} it)"
+    except BaseException:
+        sandbox.terminate()
+        raise
+    return sandbox, session, first, where
+
+
+def _by_hand_first_result(ctx: Context, row: Any) -> tuple[str, str]:
+    """The same in a bare kernel loading the model by hand; ``row.by_hand_s`` gets the time.
+    Returns what the cell printed and where the time went."""
+    phases: dict[str, float] = {}
+    row.by_hand_s, out = bare_kernel(
+        LOAD_BY_HAND.format(path=str(ctx.model_dir), dtype=ctx.dtype, device=ctx.device),
+        FIRST_CELL,
+        LIMIT,
+        phases,
+    )
+    return out, _phases(phases)
+
+
+def notebook_and_toolkit(report: Report, ctx: Context) -> None:
+    """Seed 004: start, first result, and the toolkit in the same kernel."""
     expected = f"{ctx.device} torch.{ctx.dtype}"
     with report.step(f"seed 004 notebook: start to first result (gpu={ctx.gpu_type!r})") as row:
-        started = time.perf_counter()
-        sandbox = Sandbox(config).start()
+        sandbox, session, first, seer_where = _seer_first_result(ctx, row)
         try:
-            session = create_notebook_session(sandbox, Workspace(), outputs_dir=ctx.work / "outputs")
-            first = session.exec(FIRST_CELL, timeout=LIMIT)
-            row.seer_s = time.perf_counter() - started
             check(first.ok, f"the first cell failed: {first}")
             ctx.base_line = first.stdout.strip()
             check(ctx.base_line.startswith(expected), f"the model is not on {expected}: {ctx.base_line}")
@@ -182,12 +227,8 @@ def notebook_and_toolkit(report: Report, ctx: Context) -> None:
                 "the start did not say it used this machine's Python",
             )
             row.notes.append(f"model on {expected}, model_info_text says so; no environment built (offline)")
-            hand_s, hand_out = bare_kernel(
-                LOAD_BY_HAND.format(path=str(ctx.model_dir), dtype=ctx.dtype, device=ctx.device),
-                FIRST_CELL,
-                LIMIT,
-            )
-            row.by_hand_s = hand_s
+            hand_out, hand_where = _by_hand_first_result(ctx, row)
+            row.notes.append(f"seer: {seer_where}; by hand: {hand_where}")
             how = same_result(ctx.base_line, hand_out, exact=not ctx.gpu)
             check(how, f"seer's first result {ctx.base_line!r} is not the bare kernel's {hand_out.strip()!r}")
             row.notes.append(f"{how} output as a bare kernel loading the model by hand")
@@ -205,6 +246,25 @@ def notebook_and_toolkit(report: Report, ctx: Context) -> None:
             session.shutdown()
         finally:
             sandbox.terminate()
+
+
+def notebook_again(report: Report, ctx: Context) -> None:
+    """Seed 004 once more, both sides, in the same process: tells a cost of the first start on a
+    machine (or in a process) from one of the flow itself."""
+    with report.step("seed 004 notebook again: a second start, the same config") as row:
+        sandbox, session, first, seer_where = _seer_first_result(ctx, row)
+        try:
+            check(first.ok, f"the first cell failed: {first}")
+            line = first.stdout.strip()
+            session.shutdown()
+        finally:
+            sandbox.terminate()
+        hand_out, hand_where = _by_hand_first_result(ctx, row)
+        check(
+            same_result(line, hand_out, exact=not ctx.gpu),
+            f"seer's first result {line!r} is not the bare kernel's {hand_out.strip()!r}",
+        )
+        row.notes.append(f"seer: {seer_where}; by hand: {hand_where}")
 
 
 # --- RPC and the expose modes -------------------------------------------------------------------
@@ -474,12 +534,22 @@ def summary(ctx: Context) -> dict[str, Any]:
         info["card"] = torch.cuda.get_device_name(0)
         info["cuda"] = torch.version.cuda
         smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            ["nvidia-smi", "--query-gpu=driver_version,persistence_mode", "--format=csv,noheader"],
             capture_output=True,
             text=True,
         )
-        info["driver"] = smi.stdout.strip()
+        driver, _, persistence = smi.stdout.strip().partition(",")
+        info["driver"] = driver.strip()
+        info["persistence mode"] = persistence.strip() or "unknown"
     return info
 
 
-__all__ = ["Context", "gpu_type", "hidden_adapter", "notebook_and_toolkit", "rpc_and_expose_modes", "summary"]
+__all__ = [
+    "Context",
+    "gpu_type",
+    "hidden_adapter",
+    "notebook_again",
+    "notebook_and_toolkit",
+    "rpc_and_expose_modes",
+    "summary",
+]
