@@ -225,6 +225,30 @@ def test_error_has_a_clean_traceback(nb: NotebookSession) -> None:
     assert strip_ansi("\x1b[31mred\x1b[0m") == "red"
 
 
+def test_the_session_speaks_the_v1_kernel_protocol(nb: NotebookSession) -> None:
+    """Where the server offers it, the kernel websocket carries the kernel's frames as they are
+    (the server decodes and re-encodes no message)."""
+    assert nb._channels is not None and nb._channels.v1
+
+
+def test_a_server_without_the_v1_protocol_gets_legacy_json(
+    plain: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that offers no subprotocol (one seer did not start, an older jupyter_server) gets
+    the legacy JSON protocol, and every kind of output comes back the same."""
+    from seer.notebook.client import KernelChannels
+
+    monkeypatch.setattr(KernelChannels, "protocols", ())
+    with create_notebook_session(plain, name="legacy", outputs_dir=False) as session:
+        assert session._channels is not None and not session._channels.v1
+        r = session.exec("import sys\nprint('out')\nprint('err', file=sys.stderr)\n6 * 7")
+        assert (r.stdout, r.stderr, r.result) == ("out\n", "err\n", "42")
+        bad = session.exec("raise ValueError('bad value')")
+        assert bad.error is not None and (bad.error.ename, bad.error.evalue) == ("ValueError", "bad value")
+        shown = session.exec("from IPython.display import HTML, display\ndisplay(HTML('<b>b</b>'))")
+        assert shown.data("text/html") == ["<b>b</b>"]
+
+
 def test_png_and_html_displays(nb: NotebookSession) -> None:
     png = _png()
     code = (

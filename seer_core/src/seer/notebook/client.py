@@ -24,11 +24,14 @@ from seer.notebook.document import check_notebook_path
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "KERNEL_WS_PROTOCOL",
     "NOTEBOOK_PURPOSE",
     "ChannelClosed",
     "JupyterClient",
     "KernelChannels",
     "KernelRestarted",
+    "decode_v1",
+    "encode_v1",
     "quote_path",
 ]
 
@@ -241,6 +244,58 @@ class KernelRestarted:
     """Put in the inbox when ``restart()`` takes the kernel away from a running cell."""
 
 
+#: The kernel websocket protocol seer asks for (jupyter_server 2 and later; JupyterLab 4 speaks it
+#: too). The server passes the kernel's frames through as they are, where the legacy protocol has
+#: it decode every message and encode it again as JSON, both ways, on the event loop that carries
+#: every kernel's messages. A server that does not offer it gets the legacy protocol.
+KERNEL_WS_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+#: The message's parts in a v1 frame, after the channel: then its buffers.
+_V1_PARTS = ("header", "parent_header", "metadata", "content")
+
+
+def encode_v1(channel: str, parts: list[bytes]) -> bytes:
+    """One v1 websocket frame: the number of offsets and the offsets (little-endian 64-bit, from
+    the frame's start), then the channel's name and ``parts``, back to back. The first offset is
+    where the channel begins, each next one where the one before ends."""
+    body = [channel.encode(), *parts]
+    count = len(body) + 1
+    offsets = [8 * (count + 1)]
+    for piece in body:
+        offsets.append(offsets[-1] + len(piece))
+    return struct.pack(f"<{count + 1}Q", count, *offsets) + b"".join(body)
+
+
+def decode_v1(data: bytes) -> tuple[str, list[bytes]]:
+    """The channel and the parts of a v1 websocket frame (see :func:`encode_v1`); ValueError for
+    bytes that are not one."""
+    count = int.from_bytes(data[:8], "little") if len(data) >= 8 else 0
+    offsets = struct.unpack_from(f"<{count}Q", data, 8) if count >= 2 and 8 * (count + 1) <= len(data) else ()
+    if (
+        not offsets
+        or offsets[0] != 8 * (count + 1)
+        or offsets[-1] != len(data)
+        or list(offsets) != sorted(offsets)
+    ):
+        raise ValueError(f"not a v1 kernel websocket frame ({len(data)} bytes)")
+    view = memoryview(data)
+    channel = bytes(view[offsets[0] : offsets[1]]).decode()
+    return channel, [bytes(view[a:b]) for a, b in itertools.pairwise(offsets[1:])]
+
+
+def _v1_message(data: bytes) -> dict[str, Any]:
+    """A kernel message from a v1 frame, in the shape the legacy protocol's JSON has."""
+    channel, parts = decode_v1(data)
+    msg: dict[str, Any] = {name: json.loads(part) for name, part in zip(_V1_PARTS, parts, strict=False)}
+    header = msg.get("header") or {}
+    msg.update(
+        channel=channel,
+        buffers=parts[len(_V1_PARTS) :],
+        msg_id=header.get("msg_id"),
+        msg_type=header.get("msg_type"),
+    )
+    return msg
+
+
 def _decode_binary(data: bytes) -> dict[str, Any]:
     """A legacy-protocol binary frame: a message with buffers."""
     nbufs = struct.unpack("!i", data[:4])[0]
@@ -256,7 +311,12 @@ class KernelChannels:
     """One websocket to ``/api/kernels/<id>/channels`` and a thread reading it into a queue.
 
     The reader thread also answers the server's pings, so an idle session stays connected.
+    It speaks the v1 protocol (:data:`KERNEL_WS_PROTOCOL`) where the server offers it, the legacy
+    JSON one elsewhere; messages look the same to callers either way.
     """
+
+    #: The subprotocols asked for when connecting, the preferred first (none: legacy JSON).
+    protocols: tuple[str, ...] = (KERNEL_WS_PROTOCOL,)
 
     def __init__(
         self,
@@ -281,9 +341,12 @@ class KernelChannels:
                 timeout=timeout,
                 enable_multithread=True,
                 suppress_origin=True,
+                subprotocols=list(self.protocols) or None,
             )
         except Exception as exc:
             raise NotebookError(f"cannot open the kernel websocket for kernel {kernel_id}: {exc}") from exc
+        #: whether the server took the v1 protocol (else messages go as legacy JSON)
+        self.v1 = self._ws.getsubprotocol() == KERNEL_WS_PROTOCOL
         self._ws.settimeout(None)
         self.closed = False
         self._thread = threading.Thread(target=self._read, name=f"seer-kernel-{kernel_id[:8]}", daemon=True)
@@ -296,7 +359,10 @@ class KernelChannels:
                 data = self._ws.recv()
                 if not data:
                     break
-                msg = json.loads(data) if isinstance(data, str) else _decode_binary(data)
+                if isinstance(data, str):
+                    msg = json.loads(data)
+                else:
+                    msg = _v1_message(data) if self.v1 else _decode_binary(data)
                 self.inbox.put(msg)
         except Exception as exc:  # closed by us or by the server
             reason = f"{type(exc).__name__}: {exc}"
@@ -324,7 +390,11 @@ class KernelChannels:
     def send(self, msg: dict[str, Any]) -> None:
         """Send ``msg`` (from :meth:`message`) to the kernel."""
         try:
-            self._ws.send(json.dumps(msg))
+            if self.v1:
+                parts = [json.dumps(msg[name]).encode() for name in _V1_PARTS]
+                self._ws.send_binary(encode_v1(msg["channel"], parts + list(msg.get("buffers") or ())))
+            else:
+                self._ws.send(json.dumps(msg))
         except Exception as exc:
             raise NotebookError(f"cannot send to the kernel: {exc}") from exc
 
