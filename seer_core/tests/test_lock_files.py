@@ -16,8 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from seer.outputs import COPIES_RECORD, forget_copies, forget_ended_copies, write_client_copy
-from seer.state import lock_file, record_path, remove_lock_file, write_json
+from seer.outputs import (
+    COPIES_RECORD,
+    forget_copies,
+    forget_ended_copies,
+    forget_ended_copy,
+    write_client_copy,
+)
+from seer.state import lock_file, prune_records, record_path, remove_lock_file, write_json
 
 NB = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
@@ -83,9 +89,11 @@ def test_a_lock_file_another_process_holds_is_never_removed(tmp_path: Path) -> N
 
 
 @pytest.mark.e2e
-def test_the_copies_record_of_an_ended_sandbox_is_swept(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sweep", ["forget_ended_copies", "a start's pass over the records"])
+def test_the_copies_record_of_an_ended_sandbox_is_swept(tmp_path: Path, sweep: str) -> None:
     """Sandboxes that ended without this machine's ``terminate`` (expired, ``seer down`` of a dead
-    one): their folders' records go at the next start's sweep, unless a writer holds one."""
+    one): their folders' records go at the next start's sweep, unless a writer holds one. A start
+    sweeps in the same pass that prunes the records (``prune_records(ended=...)``)."""
     ended, held, running = (tmp_path / name for name in ("local-ended01", "local-held01", "local-run01"))
     for folder in (ended, held, running):
         write_client_copy(folder / "research.ipynb", NB, b"\x01\x05\x02")
@@ -95,7 +103,10 @@ def test_the_copies_record_of_an_ended_sandbox_is_swept(tmp_path: Path) -> None:
         write_json(record_path(folder.name), {**record, "ended_at": time.time()} if end else record)
     holder = _holder(held / COPIES_RECORD)
     try:
-        forget_ended_copies()
+        if sweep == "forget_ended_copies":
+            forget_ended_copies()
+        else:
+            prune_records(ended=forget_ended_copy)
         assert not (ended / COPIES_RECORD).exists()
         assert (held / COPIES_RECORD).exists(), "removed a record another process held"
         assert (running / COPIES_RECORD).exists(), "removed the record of a sandbox still running"

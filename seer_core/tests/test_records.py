@@ -121,3 +121,33 @@ def test_older_records_without_a_deadline_are_pruned_whatever_they_hold() -> Non
     prune_records(now=now)
     assert not {"config", "services"} & json.loads(paths["local-00000000aa"].read_text()).keys()
     assert not paths["local-00000000bb"].exists()
+
+
+def test_pruning_hands_each_ended_record_to_the_sweep_in_the_same_pass() -> None:
+    """``prune_records(ended=...)`` calls back for every record kept whose sandbox has ended (by
+    ``ended_at``, or past its deadline and scrubbed now), not for a running one or one deleted
+    past its time; a record that is not an object is passed over, not an error."""
+    now = time.time()
+    records = {
+        "local-00000000c1": {"ended_at": now - 60, "status": "terminated", "outputs_dir": "/a"},
+        "local-00000000c2": {"expires_at": now - 60, "config": {"timeout": 60}, "outputs_dir": "/b"},
+        "local-00000000c3": {"expires_at": now + 600, "outputs_dir": "/c"},
+        "local-00000000c4": {"ended_at": now - 2 * RECORD_TTL, "outputs_dir": "/d"},
+        "local-00000000c5": ["not", "a", "record"],
+    }
+    paths = {}
+    for name, record in records.items():
+        paths[name] = record_path(name)
+        paths[name].parent.mkdir(parents=True, exist_ok=True)
+        paths[name].write_text(json.dumps(record))
+    seen: list[str] = []
+    try:
+        prune_records(now=now, ended=lambda record: seen.append(record.get("outputs_dir")))
+        # (other tests' sandboxes that ended may be in the records too)
+        assert sorted(str(d) for d in seen if d in {"/a", "/b", "/c", "/d"}) == ["/a", "/b"]
+        assert "config" not in json.loads(paths["local-00000000c2"].read_text())
+        assert not paths["local-00000000c4"].exists()
+        assert paths["local-00000000c3"].exists() and paths["local-00000000c5"].exists()
+    finally:
+        for path in paths.values():
+            path.unlink(missing_ok=True)

@@ -58,6 +58,7 @@ __all__ = [
     "copy_out",
     "forget_copies",
     "forget_ended_copies",
+    "forget_ended_copy",
     "keep_tree",
     "recorded_outputs_dir",
     "state_covers",
@@ -410,14 +411,21 @@ def forget_copies(folder: Path) -> bool:
     return remove_lock_file(folder / COPIES_RECORD)
 
 
+def forget_ended_copy(record: dict[str, Any]) -> None:
+    """:func:`forget_copies` for the client folder of the sandbox whose client record this is,
+    which has ended (:func:`seer.state.prune_records` calls it for each such record)."""
+    if record.get("outputs_dir"):
+        forget_copies(Path(record["outputs_dir"]))
+
+
 def forget_ended_copies() -> None:
     """:func:`forget_copies` for the client folder of every sandbox whose client record says it
     ended (a sandbox that expired, or ended with no ``terminate`` from this machine)."""
     for path in records_dir().glob("*.json"):
         with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
             record = read_json(path)
-            if record.get("ended_at") is not None and record.get("outputs_dir"):
-                forget_copies(Path(record["outputs_dir"]))
+            if record.get("ended_at") is not None:
+                forget_ended_copy(record)
 
 
 class CopyWrite(enum.Enum):

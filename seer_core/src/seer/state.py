@@ -17,6 +17,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -172,28 +173,39 @@ def end_record(sandbox_id: str, status: str, *, now: float | None = None) -> Non
         write_json(path, ended)
 
 
-def prune_records(*, now: float | None = None) -> None:
+def prune_records(
+    *, now: float | None = None, ended: Callable[[dict[str, Any]], object] | None = None
+) -> None:
     """Expire client records: an ended sandbox's (``ended_at``) or one past its deadline
     (``expires_at``: no sandbox outlives its timeout) loses its tokens, and is deleted once
-    :data:`RECORD_TTL` has passed since. Records from older versions are made private."""
+    :data:`RECORD_TTL` has passed since. Records from older versions are made private.
+
+    ``ended``, if given, is called with every record kept whose sandbox has ended (as it was
+    read; it may have been scrubbed since), in the same pass: a start sweeps what ended
+    sandboxes leave behind (:func:`seer.outputs.forget_ended_copy`) without reading every record
+    a second time. An ``OSError`` it raises for one record (a folder gone) is ignored, as a
+    record that cannot be read is."""
     now = time.time() if now is None else now
     for path in records_dir().glob("*.json"):
-        with contextlib.suppress(OSError, ValueError, TypeError):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):  # a record not a dict too
             if stat.S_IMODE(path.stat().st_mode) & 0o077:
                 path.chmod(0o600)
             record = read_json(path)
-            ended = record.get("ended_at")
-            ended = float(ended) if ended is not None else None
+            ended_at = record.get("ended_at")
+            ended_at = float(ended_at) if ended_at is not None else None
             deadline = record.get("expires_at")
             timeout = (record.get("config") or {}).get("timeout")
             if deadline is None and "created_at" in record and timeout is not None:
                 # A record from an older version (a scrubbed one has no config left: it has ended_at)
                 deadline = float(record["created_at"]) + float(timeout)
             deadline = float(deadline) if deadline is not None else None
-            over = ended if ended is not None else deadline
+            over = ended_at if ended_at is not None else deadline
             if over is None or now < over:
                 continue
             if now - over > RECORD_TTL:
                 path.unlink(missing_ok=True)
-            elif ended is None or any(k in record for k in _SECRET_KEYS):
+                continue
+            if ended_at is None or any(k in record for k in _SECRET_KEYS):
                 end_record(path.stem, record.get("status") or "expired", now=over)
+            if ended is not None:
+                ended(record)

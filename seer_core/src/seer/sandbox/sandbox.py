@@ -30,7 +30,7 @@ from seer.errors import (
     SandboxStartError,
     SeerError,
 )
-from seer.outputs import client_outputs_dir, copy_out, forget_copies, forget_ended_copies
+from seer.outputs import client_outputs_dir, copy_out, forget_copies, forget_ended_copy
 from seer.preflight import preflight, sandbox_id_providers
 from seer.progress import Progress
 from seer.providers.base import (
@@ -112,8 +112,8 @@ class Sandbox:
             raise ConfigError("name: must not be empty")
         resolved = preflight(self.config)
         config = self.config = resolved.config
-        prune_records()
-        forget_ended_copies()
+        # (One pass over the client records: expired ones scrubbed, ended ones' folders swept.)
+        prune_records(ended=forget_ended_copy)
         provider = self._provider = resolved.provider()
         self._provider_name = resolved.provider_name
         mode_cls = resolved.execution_mode
