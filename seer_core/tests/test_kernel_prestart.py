@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,16 @@ from seer.runtime import prestart
 
 pytestmark = pytest.mark.unit
 
-_STAND_IN = "import json, sys, time\njson.load(open(sys.argv[1]))\ntime.sleep(120)\n"
+#: Reads its connection file, reports the environment it was started with beside it (written whole,
+#: then renamed into place), and waits.
+_STAND_IN = """\
+import json, os, sys, time
+json.load(open(sys.argv[1]))
+with open(sys.argv[1] + ".env.tmp", "w") as fh:
+    json.dump(dict(os.environ), fh)
+os.rename(sys.argv[1] + ".env.tmp", sys.argv[1] + ".env")
+time.sleep(120)
+"""
 
 
 @pytest.fixture
@@ -31,9 +41,17 @@ def server_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     prestart.discard()  # nothing outlives a test
 
 
-def _environ(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+def _environ(started: prestart.Prestarted) -> dict[str, str]:
+    """The environment the stand-in kernel reports (its own report, not ``/proc``: a process that
+    has already ended shows an empty ``environ`` there, and that must fail as what it is)."""
+    report = Path(started.connection_file + ".env")
+    deadline = time.monotonic() + 60
+    while not report.exists():
+        code = started.process.poll()
+        assert code is None, f"the stand-in kernel ended (exit code {code}) before it reported"
+        assert time.monotonic() < deadline, "the stand-in kernel did not report its environment in 60 s"
+        time.sleep(0.02)
+    return json.loads(report.read_text())
 
 
 def test_claimed_once_with_its_connection(server_dirs: Path, tmp_path: Path) -> None:
@@ -48,7 +66,7 @@ def test_claimed_once_with_its_connection(server_dirs: Path, tmp_path: Path) -> 
     assert started.argv[-1] == str(path)
     # Launched as jupyter_client launches a kernel: the spec's environment over the server's, the
     # server as the parent it watches, a session of its own.
-    env = _environ(started.process.pid)
+    env = _environ(started)
     assert env["SEER_FROM_SPEC"] == "1" and env["JPY_PARENT_PID"] == str(os.getpid())
     assert os.getpgid(started.process.pid) == started.process.pid
 
