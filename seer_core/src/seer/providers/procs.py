@@ -112,11 +112,24 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+def kill_groups(pgids: list[int], born: dict[int, str | None], sig: int = signal.SIGKILL) -> None:
+    """Signal the process groups ``pgids`` whose leaders are the processes they were when ``born``
+    (each leader's :func:`start_time`, None: already gone) was taken, or are gone: a group that
+    ended meanwhile may have its number taken by another process's new session (PIDs wrap, at
+    32768 on many machines), which is left alone."""
+    for pgid in pgids:
+        now = start_time(pgid)
+        if now is not None and now != born.get(pgid):
+            continue
+        kill_group(pgid, sig)
+
+
 def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 2.0) -> list[int]:
     """TERM the sandbox's process groups and marked processes, then KILL what is left. Only the
     groups of ``pgids`` that :func:`sandbox_groups` finds the sandbox's are signalled. Returns
     the pids still running after the ``grace`` (killed, having not ended on SIGTERM)."""
     pgids = sandbox_groups(sandbox_id, pgids)
+    born = {pgid: start_time(pgid) for pgid in pgids}
     for pgid in pgids:
         kill_group(pgid, signal.SIGTERM)
     for pid in marked_pids(sandbox_id):
@@ -130,8 +143,7 @@ def kill_sandbox_processes(sandbox_id: str, pgids: list[int], *, grace: float = 
             return []
         time.sleep(0.05)
     stubborn = sorted(set(marked_pids(sandbox_id)) | {g for g in pgids if _group_alive(g)})
-    for pgid in pgids:
-        kill_group(pgid, signal.SIGKILL)
+    kill_groups(pgids, born)
     # A process may fork while we look; a few rounds catch the stragglers.
     for _ in range(20):
         pids = marked_pids(sandbox_id)

@@ -304,14 +304,14 @@ class LocalMachine(Machine):
             return
         # The record is a file on disk: signal its group only if it is this sandbox's.
         groups = procs.sandbox_groups(self.id, self._sb.pgids([rec]))
+        born = {pgid: procs.start_time(pgid) for pgid in groups}
         if self.process_running(name):
             for pgid in groups:
                 procs.kill_group(pgid, signal.SIGTERM)
             deadline = time.monotonic() + grace
             while self.process_running(name) and time.monotonic() < deadline:
                 time.sleep(0.05)
-        for pgid in groups:
-            procs.kill_group(pgid, signal.SIGKILL)
+        procs.kill_groups(groups, born)  # not a number another process took meanwhile
         child = self._children.pop(name, None)
         if child is not None:
             child.wait()
