@@ -4,11 +4,14 @@ at 32768 on many machines, within a busy test run)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from seer.providers import procs
@@ -89,3 +92,61 @@ def test_a_group_is_signalled_only_while_its_number_is_still_its_own(monkeypatch
     monkeypatch.setattr(procs, "kill_group", lambda pgid, sig: sent.append((pgid, sig)))
     procs.kill_groups([101, 102, 103, 104], born, signal.SIGTERM)
     assert sent == [(101, signal.SIGTERM), (102, signal.SIGTERM)]
+
+
+# --- the same in the shell a kit machine runs (ssh, slurm, RunPod and Modal machines) ---------
+def _bash(snippet: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", snippet, "seer", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.e2e
+def test_the_kit_shell_knows_a_leader_from_a_later_process(group: list[subprocess.Popen[bytes]]) -> None:
+    from seer.providers.kit import machine
+
+    proc = _start(_OBEDIENT, group)
+    started = procs.start_time(proc.pid)
+    assert started is not None
+    check = machine._PROC_FUNCS + '\nleader_is "$1" "$2"\n'
+    assert _bash(check, str(proc.pid), started).returncode == 0  # the recorded process
+    assert _bash(check, str(proc.pid), str(int(started) + 1)).returncode == 1  # a later one
+    proc.kill()
+    proc.wait()
+    assert _bash(check, str(proc.pid), started).returncode == 0  # gone: its group may live on
+
+
+@pytest.mark.e2e
+def test_the_kit_stop_kills_a_group_whose_leader_left_children_behind(tmp_path: Path) -> None:
+    """The leader ends on SIGTERM, its child in the same group does not: the KILL after the
+    grace still reaches the group."""
+    from seer.providers.kit import machine
+
+    marker = tmp_path / "child.pid"
+    leader = subprocess.Popen(
+        [
+            "bash",
+            "-c",
+            f"trap '' TERM; {sys.executable} -c 'import time; time.sleep(60)' & echo $! > {marker}; "
+            "trap - TERM; sleep 60 & wait",
+        ],
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not marker.exists() or not marker.read_text().strip():
+            assert time.monotonic() < deadline, "the child did not start"
+            time.sleep(0.05)
+        child = int(marker.read_text())
+        (tmp_path / "procs").mkdir()
+        (tmp_path / "procs" / "p.pid").write_text(f"{leader.pid} {procs.start_time(leader.pid)}\n")
+        result = _bash(machine._STOP, str(tmp_path / "procs"), "p", "1")
+        assert result.returncode == 0, result.stderr
+        assert leader.wait(10) == -signal.SIGTERM
+        deadline = time.monotonic() + 10
+        while procs.alive(child):
+            assert time.monotonic() < deadline, "the child that ignored SIGTERM outlived the stop"
+            time.sleep(0.05)
+        assert not (tmp_path / "procs" / "p.pid").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()

@@ -59,6 +59,13 @@ starttime() {
     [ "$1" != Z ] && [ "$1" != X ] || return 1
     echo "${20}"
 }
+leader_is() {  # pid, start time: /proc/pid is that process, or gone (not a later one's)
+    local s st="$2"
+    { read -r s < "/proc/$1/stat"; } 2>/dev/null || return 0
+    s=${s##*) }
+    set -- $s
+    [ "${20}" = "$st" ]
+}
 alive() {
     local pid st now
     [ -f "$1" ] || return 1
@@ -87,7 +94,8 @@ echo "$pid"
 #: ``seer <procs dir> <name>``: exit 0 if the process runs.
 _RUNNING = _PROC_FUNCS + '\nalive "$1/$2.pid"\n'
 #: ``seer <procs dir> <name> <grace seconds>``: TERM the process's group, KILL it after the
-#: grace; forget it. The group is signalled only while its leader is the recorded process.
+#: grace; forget it. The group is signalled only while its leader is the recorded process (the
+#: KILL also once the leader is gone, where its group may live on in its children).
 _STOP = (
     _PROC_FUNCS
     + r"""
@@ -98,7 +106,8 @@ if alive "$rec"; then
     kill -TERM -- "-$pid" 2>/dev/null
     end=$((SECONDS + ${grace%.*} + 1))
     while alive "$rec" && [ "$SECONDS" -lt "$end" ]; do sleep 0.05; done
-    kill -KILL -- "-$pid" 2>/dev/null
+    # Not a group number another process's session took once this one ended (PIDs wrap).
+    leader_is "$pid" "$st" && kill -KILL -- "-$pid" 2>/dev/null
 fi
 rm -f "$rec"
 """
