@@ -57,6 +57,37 @@ def test_loopback_server_serves_its_object_and_releases_the_port() -> None:
         pass
 
 
+class _Failing(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        if self.path == "/gone":
+            raise BrokenPipeError(32, "Broken pipe")  # as writing to a client that hung up does
+        raise ValueError("a bug in the fake")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _FailingServer(LoopbackServer):
+    def request_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Failing
+
+
+@pytest.mark.e2e
+def test_a_client_that_hung_up_is_no_traceback_but_a_bug_in_the_fake_is(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with _FailingServer() as server:
+        for path in ("/gone", "/bug"):
+            with pytest.raises(OSError), opener.open(server.origin + path, timeout=10):
+                pass
+            err = capfd.readouterr().err
+            if path == "/gone":
+                assert err == ""
+            else:
+                assert "ValueError: a bug in the fake" in err
+
+
 def test_tar_archive_holds_files_with_their_modes_owned_by_root() -> None:
     data = docker_engine.tar_archive({"/etc/x/key": (b"secret", 0o600), "run.sh": (b"#!/bin/sh\n", 0o755)})
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:

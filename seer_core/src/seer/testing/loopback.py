@@ -9,11 +9,21 @@ context manager.
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 __all__ = ["LoopbackServer"]
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-answer (a cancelled request) is not the server's error:
+        no traceback on stderr for it; anything else is printed, as the standard server does."""
+        if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset, aborted
+            return
+        super().handle_error(request, client_address)
 
 
 class LoopbackServer:
@@ -39,7 +49,7 @@ class LoopbackServer:
             return self
         handler = self.request_handler()
         bound = type(f"Bound{handler.__name__}", (handler,), {self.handler_attribute: self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), bound)
+        self._httpd = _Server(("127.0.0.1", 0), bound)
         self._httpd.daemon_threads = True
         self._serving = threading.Thread(
             target=self._httpd.serve_forever,
