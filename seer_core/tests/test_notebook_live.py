@@ -87,6 +87,37 @@ def test_a_hidden_cell_stays_out_of_the_document(session: NotebookSession) -> No
         browser.close()
 
 
+def test_a_cell_whose_document_update_cannot_be_sent_still_reaches_the_client_copy(
+    session: NotebookSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document's websocket closed under a cell (a teardown in another thread): the cell's
+    result comes back and its client copy holds it, and the next flush says the document was
+    lost, a NotebookError as for every other loss of it (pycrdt used to hand ``exec`` the send's
+    error wrapped in an ExceptionGroup, and the client copy missed the cell)."""
+    import websocket
+
+    session.exec("1")
+    live = session.live
+    assert live is not None and session.local_path is not None
+
+    def closed(data: bytes) -> None:
+        raise websocket.WebSocketConnectionClosedException("socket is already closed.")
+
+    monkeypatch.setattr(live._ws, "send_binary", closed)
+    assert session.exec("40 + 2").result == "42"
+    cells = json.loads(session.local_path.read_text())["cells"]
+    assert "".join(cells[-1]["source"]) == "40 + 2" and cells[-1]["outputs"][0]["data"]["text/plain"] == "42"
+    with pytest.raises(NotebookError, match=r"lost the live document of .*socket is already closed"):
+        session.flush()
+    # A later cell reaches the client copy too (its write raises the loss once the session's
+    # background save has found it, after writing the copy).
+    try:
+        session.exec("43")
+    except NotebookError as exc:
+        assert "lost the live document" in str(exc)
+    assert "".join(json.loads(session.local_path.read_text())["cells"][-1]["source"]) == "43"
+
+
 def test_with_the_sandbox_copy_failing_the_client_copy_gets_every_cell(
     sandbox: Sandbox, session: NotebookSession
 ) -> None:

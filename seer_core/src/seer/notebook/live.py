@@ -188,11 +188,21 @@ class LiveNotebook:
             raise NotebookError(f"lost the live document of {self.path!r}: {exc}") from exc
 
     def _on_update(self, event: Any) -> None:
-        """(Under the lock, in the thread that changed the document.) Send a local change."""
+        """(Under the lock, in the thread that changed the document.) Send a local change.
+
+        A send that fails (the websocket closed under the change: a teardown in another thread,
+        the server gone) loses the document as the reader's finding it closed does: the change
+        stays in this replica, so the client copy still gets it, and the next save or flush says
+        the document was lost. (Raised here, pycrdt would hand the change's caller the error in
+        an ``ExceptionGroup``, and the client copy would miss the cell.)"""
         if self._remote:
             return
         if self.closed is None:
-            self._send(self._pycrdt.create_update_message(event.update))
+            try:
+                self._send(self._pycrdt.create_update_message(event.update))
+            except NotebookError as exc:
+                self.closed = f"a change could not be sent: {exc.__cause__ or exc}"
+                self._changed.notify_all()
 
     def _on_cells(self, events: Any) -> None:
         """(Under the lock.) The cells changed: count it when another writer changed them."""
