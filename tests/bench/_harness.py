@@ -2,8 +2,9 @@
 
 Every benchmark times seer doing something and a *baseline* doing the same work by hand (plain
 ``subprocess``, ``pathlib``, ...) in the same process, interleaved sample by sample so both see the
-same machine load. It reports medians and the ratio ``seer / baseline``; it never asserts on
-timings (a loaded CI machine must not fail a run), only that the work was really done.
+same machine load. It reports medians and the ratio ``seer / baseline``, with a 95 % bootstrap
+interval of that ratio (:func:`ratio_interval`); it never asserts on timings (a loaded CI machine
+must not fail a run), only that the work was really done.
 
 Use::
 
@@ -25,10 +26,12 @@ multiplies every repeat count (``0.2`` for a quick look, ``5`` for steadier numb
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import platform
+import random
 import re
 import statistics
 import sys
@@ -46,6 +49,7 @@ __all__ = [
     "format_seconds",
     "machine_info",
     "measure",
+    "ratio_interval",
     "scaled",
 ]
 
@@ -96,6 +100,34 @@ class Timing:
         }
 
 
+def ratio_interval(
+    seer: list[float], baseline: list[float], *, level: float = 0.95, rounds: int = 2000, seed: int = 0
+) -> tuple[float, float]:
+    """A bootstrap interval (``level``, percentile) of ``median(seer) / median(baseline)``: how far
+    the ratio could move if the run were repeated on a machine in the same state. Samples taken
+    as pairs (:func:`compare` takes one of each side in turn: the same length) are resampled as
+    pairs, so load that hit both sides of a pair does not widen it; others each on their own.
+    Seeded: the same samples give the same interval."""
+    if not seer or not baseline:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    paired = len(seer) == len(baseline)
+    ratios = []
+    for _ in range(rounds):
+        if paired:
+            picks = rng.choices(range(len(seer)), k=len(seer))
+            s = [seer[i] for i in picks]
+            b = [baseline[i] for i in picks]
+        else:
+            s = rng.choices(seer, k=len(seer))
+            b = rng.choices(baseline, k=len(baseline))
+        bottom = statistics.median(b)
+        ratios.append(statistics.median(s) / bottom if bottom > 0 else math.inf)
+    ratios.sort()
+    tail = (1 - level) / 2
+    return ratios[int(tail * (rounds - 1))], ratios[math.ceil((1 - tail) * (rounds - 1))]
+
+
 @dataclass
 class Comparison:
     """seer and a baseline doing the same work; ``ratio`` is seer's median over the baseline's."""
@@ -114,11 +146,19 @@ class Comparison:
         """Median seconds seer adds on top of the baseline."""
         return self.seer.median - self.baseline.median
 
+    @functools.cached_property
+    def interval(self) -> tuple[float, float]:
+        """The ratio's 95 % bootstrap interval (:func:`ratio_interval`): a target is met in this
+        run if the interval's top is under it, missed if its bottom is over it, and otherwise
+        within what this machine's noise lets one run tell."""
+        return ratio_interval(self.seer.samples, self.baseline.samples)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "note": self.note,
             "ratio": self.ratio,
+            "ratio_interval": list(self.interval),
             "overhead_s": self.overhead,
             "seer": self.seer.to_dict(),
             "baseline": self.baseline.to_dict(),
@@ -229,8 +269,9 @@ class BenchReport:
 
     def table(self, group: str) -> str:
         """A fixed-width table of one group's comparisons."""
-        rows = [("benchmark", "n", "seer median", "baseline median", "overhead", "ratio")]
+        rows = [("benchmark", "n", "seer median", "baseline median", "overhead", "ratio", "95% interval")]
         for c in self.groups.get(group, []):
+            low, high = c.interval
             rows.append(
                 (
                     c.name,
@@ -239,6 +280,7 @@ class BenchReport:
                     format_seconds(c.baseline.median),
                     format_seconds(c.overhead),
                     f"{c.ratio:.2f}x",
+                    f"{low:.2f}-{high:.2f}x",
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
