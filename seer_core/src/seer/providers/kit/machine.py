@@ -60,11 +60,9 @@ starttime() {
     echo "${20}"
 }
 leader_is() {  # pid, start time: /proc/pid is that process, or gone (not a later one's)
-    local s st="$2"
-    { read -r s < "/proc/$1/stat"; } 2>/dev/null || return 0
-    s=${s##*) }
-    set -- $s
-    [ "${20}" = "$st" ]
+    local now
+    now=$(starttime "$1") || return 0  # gone, or ended (a zombie still holds its number)
+    [ "$now" = "$2" ]
 }
 alive() {
     local pid st now
