@@ -34,6 +34,8 @@ def group() -> Iterator[list[subprocess.Popen[bytes]]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _start(code: str, started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
