@@ -16,10 +16,12 @@ from _progress_kit import RecordingProgress
 from _runpod_kit import runpod_config
 from seer import Sandbox
 from seer.errors import ConfigError, SandboxError
+from seer.providers.base import MachineStatus
 from seer.testing import killed_client
 from seer.testing.conformance import wait_for
 from seer_runpod.provider import RunPodProvider
 from seer_runpod.testing import FakeRunPod
+from seer_ssh.machine import agent
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.usefixtures("no_leaked_pods")]
 
@@ -157,6 +159,27 @@ def test_killed_client_the_pod_terminates_itself_and_seer_down_ends_one_earlier(
     assert short_pod.host is None or not short_pod.host.running()
     after = {m["sandbox_id"]: m for m in _seer("ls", "--all", "--json")}
     assert after[short]["status"] == "expired" and after[long]["status"] == "terminated"
+
+
+def test_a_sandbox_its_agent_ended_is_listed_ended_while_its_pod_still_runs(
+    fake_runpod: FakeRunPod, volume: str
+) -> None:
+    """At its timeout the pod's watchdog ends the sandbox (what ``status`` reads over SSH), then
+    terminates the pod through the API a moment later. In between, ``list`` must not call the
+    sandbox alive while ``status`` says it expired: a load race CI once lost."""
+    sb = Sandbox(runpod_config(volume)).start(quiet=True)
+    try:
+        pod = _pod_of(fake_runpod, sb.sandbox_id)
+        # the watchdog's first step alone, as the agent runs it: the pod is left running
+        agent(sb.machine.conn, "end", sb.machine.base, sb.sandbox_id, "expired", timeout=60)
+        assert fake_runpod.pods[pod.id].desired_status == "RUNNING"
+        assert sb.status is MachineStatus.EXPIRED
+        listed = {m.id: m for m in RunPodProvider().list()}[sb.sandbox_id]
+        assert listed.status is MachineStatus.EXPIRED, listed
+        assert listed.labels["runpod.pod_status"] == "RUNNING"  # what the API said, still shown
+    finally:
+        sb.terminate()
+    assert pod.terminated_by == "user"  # the pod the agent left running is not leaked
 
 
 # --- must show: the second start on the volume downloads nothing, reuses the environment -------

@@ -429,7 +429,11 @@ class RunPodProvider(Provider):
             created = float(record.get("created_at") or now - uptime)
             cost_per_hr = float(pod.get("costPerHr") or 0)
             state = pod.get("desiredStatus")
-            if state == "RUNNING":
+            if state == "RUNNING" and record.get("status") not in (None, MachineStatus.RUNNING.value):
+                # its agent ended it (``status()`` found so and recorded it) and the pod's own
+                # termination through the API has not landed yet: ended, as ``status()`` says
+                status = LEDGER.ended_status(record)
+            elif state == "RUNNING":
                 status = MachineStatus.RUNNING
             elif state == _STOPPED:  # stopped, not terminated: it still holds (and bills for) a pod
                 status = MachineStatus.STOPPED
