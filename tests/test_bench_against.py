@@ -92,6 +92,22 @@ def test_the_script_refuses_a_revision_that_is_not_there_before_building_anythin
     assert list(tmp_path.iterdir()) == []  # no worktree, no environment
 
 
+@pytest.mark.parametrize("rounds", ["0", "three", "-2"])
+def test_a_round_count_that_is_not_one_is_refused_before_building_anything(
+    tmp_path: Path, rounds: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "HEAD"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "SEER_BENCH_REV_DIR": str(tmp_path), "SEER_BENCH_ROUNDS": rounds},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"SEER_BENCH_ROUNDS must be a whole number, 1 or more, not {rounds!r}" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_other_revision_gets_every_workspace_member_as_ci_installs_them() -> None:
     script = _load("_bench_against_script", SCRIPT)
     argv = script.members(ROOT)
