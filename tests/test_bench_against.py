@@ -64,6 +64,9 @@ def test_rows_set_both_trees_rounds_side_by_side() -> None:
     assert (a.then_median, a.now_median) == (1.34, 1.16)
     assert a.change == pytest.approx(1.16 / 1.34)
     assert a.rounds_apart  # every round of this tree under every round of the other
+    assert a.apart_by_chance == pytest.approx(2 / 20)  # 3 + 3 rounds: 2 of 20 orders are apart
+    assert against.Row("x", (1.0,) * 5, (2.0,) * 5).apart_by_chance == pytest.approx(2 / 252)
+    assert against.Row("x", (1.0,), (2.0,)).apart_by_chance == 1.0  # one round each: no telling
     assert not b.rounds_apart  # 1.48-1.55 against 1.49-1.52: the rounds' spread covers it
     assert against.rows([], now) == []
 
@@ -76,7 +79,8 @@ def test_the_table_shows_every_round_the_medians_and_the_change() -> None:
     assert header.startswith("benchmark") and "74308c8: ratio per round" in header
     assert set(rule) <= {"-", " "}
     assert "1.34 1.31 1.35" in line and "1.16 1.19 1.14" in line
-    assert "1.34x" in line and "1.16x" in line and "0.87" in line and "rounds apart" in line
+    assert "1.34x" in line and "1.16x" in line and "0.87" in line
+    assert "rounds apart (by chance: 0.1)" in line
 
 
 def test_the_script_refuses_a_revision_that_is_not_there_before_building_anything(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ same run, so a machine that is faster or busier in one round moves both sides of
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,8 +59,16 @@ class Row:
     @property
     def rounds_apart(self) -> bool:
         """Whether every round of one tree is above every round of the other: a difference the
-        rounds' spread (a fresh sandbox, kernel and process each) does not explain."""
+        rounds' spread (a fresh sandbox, kernel and process each) does not explain, unless
+        :attr:`apart_by_chance` is large (too few rounds)."""
         return max(self.now) < min(self.then) or min(self.now) > max(self.then)
+
+    @property
+    def apart_by_chance(self) -> float:
+        """How often the rounds would come out apart were the two trees the same: every order of
+        the rounds then equally likely, two of them apart (``2 / C(n + m, n)``; four rounds
+        each 0.03, five 0.008, one or two each 1.0 or 0.33: too few to tell anything)."""
+        return min(1.0, 2 / math.comb(len(self.then) + len(self.now), len(self.now)))
 
 
 def rows(then: Sequence[dict[str, float]], now: Sequence[dict[str, float]]) -> list[Row]:
@@ -86,7 +95,7 @@ def format_rows(table: Sequence[Row], then_label: str) -> str:
             ratios(row.now),
             f"{row.now_median:.2f}x",
             f"{row.change:.2f}",
-            "rounds apart" if row.rounds_apart else "rounds overlap",
+            f"rounds apart (by chance: {row.apart_by_chance:.2g})" if row.rounds_apart else "rounds overlap",
         )
         for row in table
     ]
