@@ -29,6 +29,7 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
+sys.path.insert(0, str(ROOT / "tests" / "bench"))  # (as scripts/bench-against puts it, for _against)
 harness = _load("_bench_harness_for_against", ROOT / "tests" / "bench" / "_harness.py")
 against = _load("_bench_against_under_test", ROOT / "tests" / "bench" / "_against.py")
 

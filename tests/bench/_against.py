@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _harness import fixed_width
+
 __all__ = ["Row", "format_rows", "read_ratios", "rows"]
 
 
@@ -86,7 +88,15 @@ def format_rows(table: Sequence[Row], then_label: str) -> str:
     def ratios(values: Sequence[float]) -> str:
         return " ".join(f"{v:.2f}" for v in values)
 
-    header = ("benchmark", f"{then_label}: ratio per round", "median", "this tree", "median", "change", "")
+    header = (
+        "benchmark",
+        f"{then_label}: ratio per round",
+        "median",
+        "this tree",
+        "median",
+        "change",
+        "rounds",
+    )
     lines = [
         (
             row.name,
@@ -99,9 +109,4 @@ def format_rows(table: Sequence[Row], then_label: str) -> str:
         )
         for row in table
     ]
-    widths = [max(len(cells[i]) for cells in [header, *lines]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, lines)])
+    return "\n".join(fixed_width([header, *lines]))

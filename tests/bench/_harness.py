@@ -36,7 +36,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ __all__ = [
     "Comparison",
     "Timing",
     "compare",
+    "fixed_width",
     "format_seconds",
     "machine_info",
     "measure",
@@ -252,6 +253,21 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def fixed_width(rows: Sequence[Sequence[str]]) -> list[str]:
+    """``rows`` (the first the header) as the lines of a fixed-width table: the first column
+    left-aligned, the others right-aligned, a rule under the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [
+            cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        lines.append("  ".join(cells))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "bench"
 
@@ -283,15 +299,7 @@ class BenchReport:
                     f"{low:.2f}-{high:.2f}x",
                 )
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = []
-        for n, row in enumerate(rows):
-            cells = [row[0].ljust(widths[0])] + [
-                cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True)
-            ]
-            lines.append("  ".join(cells))
-            if n == 0:
-                lines.append("  ".join("-" * w for w in widths))
+        lines = fixed_width(rows)
         notes = [f"  {c.name}: {c.note}" for c in self.groups.get(group, []) if c.note]
         return "\n".join([f"{group}", *lines, *(["notes:", *notes] if notes else [])])
 
